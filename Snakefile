@@ -1,0 +1,22 @@
+# evoflow: every step of every experiment is a rule below; `rule all` builds the
+# configured experiment. Logic lives in src/evoflow, rules only wire files.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+# The embedded default, unless the command line names experiment files: those then
+# stand alone, so a paper config never inherits the embedded default's small counts.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/report.smk"
+
+
+rule all:
+    input:
+        final_outputs(),
+    default_target: True

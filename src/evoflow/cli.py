@@ -1,0 +1,187 @@
+"""The ``evoflow`` command line: one subcommand per user-facing library entry point.
+
+Handlers import their library modules lazily so that, for example, ``evoflow
+query`` never pays for importing torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from evoflow import __version__
+from evoflow.errors import EvoflowError
+
+Handler = Callable[[argparse.Namespace], int]
+COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Handler]] = {}
+
+
+def command(
+    name: str, help_text: str, arguments: Callable[[argparse.ArgumentParser], None]
+):
+    """Register ``handler`` as ``evoflow <name>``."""
+
+    def register(handler: Handler) -> Handler:
+        COMMANDS[name] = (help_text, arguments, handler)
+        return handler
+
+    return register
+
+
+# --- query -------------------------------------------------------------------
+
+
+def _query_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("sql", nargs="?", help="SQL over the views 'episodes' and 'turns'")
+    p.add_argument("--stats", action="store_true", help="summary of all shards")
+    p.add_argument(
+        "--results", default="results", help="folder to scan (default: results)"
+    )
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument("--max-rows", type=int, default=100, help="rows shown as a table")
+
+
+@command("query", "Run SQL over every trajectory shard with DuckDB.", _query_args)
+def _query(args: argparse.Namespace) -> int:
+    import duckdb
+
+    from evoflow.store.query import connect, find_shards, stats
+
+    if not args.sql and not args.stats:
+        raise EvoflowError("query: give SQL text or --stats")
+    con = connect(args.results)
+    try:
+        relation = stats(con) if args.stats else con.sql(args.sql)
+    except duckdb.Error as exc:
+        raise EvoflowError(f"query failed: {exc}") from None
+    if relation is None:
+        return 0
+    if args.stats:
+        print(f"{len(find_shards(args.results))} shards under {args.results}/")
+    frame = relation.df()
+    if args.format == "csv":
+        print(frame.to_csv(index=False), end="")
+    elif args.format == "json":
+        print(frame.to_json(orient="records", date_format="iso"))
+    else:
+        import pandas as pd
+
+        with pd.option_context("display.max_colwidth", 60, "display.width", 200):
+            print(frame.to_string(index=False, max_rows=args.max_rows))
+    return 0
+
+
+# --- config ------------------------------------------------------------------
+
+
+def _config_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", type=Path, help="experiment YAML file")
+
+
+@command(
+    "check-config",
+    "Validate an experiment config and print it with defaults.",
+    _config_args,
+)
+def _check_config(args: argparse.Namespace) -> int:
+    import yaml
+
+    from evoflow.config import load_config
+
+    print(yaml.safe_dump(load_config(args.path), sort_keys=False), end="")
+    return 0
+
+
+# --- AgentTraj ---------------------------------------------------------------
+
+
+def _import_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("source", type=Path, help="AgentTraj JSON file")
+    p.add_argument("output", type=Path, help="shard to write (.parquet)")
+    p.add_argument("--experiment", required=True)
+    p.add_argument("--split", default="train")
+
+
+@command(
+    "import-agenttraj", "Convert AgentTraj JSON into a trajectory shard.", _import_args
+)
+def _import(args: argparse.Namespace) -> int:
+    from evoflow.store import ShardMeta, read_agenttraj, write_shard
+
+    episodes = read_agenttraj(args.source, experiment=args.experiment, split=args.split)
+    meta = ShardMeta(
+        experiment=args.experiment, config_hash="", model_id="agenttraj", seed=0
+    )
+    info = write_shard(args.output, episodes, meta)
+    print(f"wrote {info.rows} episodes to {info.path}")
+    return 0
+
+
+def _export_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "sources", type=Path, nargs="+", help="shards (.parquet) or manifests (.json)"
+    )
+    p.add_argument(
+        "-o", "--output", type=Path, required=True, help="AgentTraj JSON to write"
+    )
+
+
+@command(
+    "export-agenttraj", "Write shards or manifests as AgentTraj JSON.", _export_args
+)
+def _export(args: argparse.Namespace) -> int:
+    from evoflow.store import (
+        load_episodes,
+        read_shard,
+        table_to_episodes,
+        write_agenttraj,
+    )
+
+    episodes = []
+    for source in args.sources:
+        table = (
+            load_episodes(source) if source.suffix == ".json" else read_shard(source)
+        )
+        episodes.extend(table_to_episodes(table))
+    write_agenttraj(args.output, episodes)
+    print(f"wrote {len(episodes)} items to {args.output}")
+    return 0
+
+
+# --- entry point ---------------------------------------------------------------
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="evoflow", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--version", action="version", version=f"evoflow {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (help_text, arguments, handler) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        arguments(p)
+        p.set_defaults(handler=handler)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = make_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return args.handler(args)
+    except EvoflowError as exc:
+        print(f"evoflow {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,182 @@
+"""Load and validate experiment configs against the workflow's JSON schema.
+
+The same schema file (``workflow/schemas/config.schema.yaml``) is used by the
+Snakefile at start-up and by library code, so a bad key fails before any job runs
+and with the same message everywhere.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import functools
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from evoflow.errors import ConfigError
+from evoflow.provenance import REPO_ROOT, stable_hash
+
+SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
+
+
+@functools.cache
+def load_schema(path: str | Path = SCHEMA_PATH) -> dict[str, Any]:
+    """Read the config JSON schema (YAML syntax)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(
+            f"config schema not found at {path}; evoflow must run from its "
+            "repository checkout (pip install -e .)"
+        )
+    with open(path) as fh:
+        return yaml.safe_load(fh)
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    """Read a YAML config file, fill defaults and validate it.
+
+    Raises
+    ------
+    ConfigError
+        naming the file and the offending key when the file is unreadable or
+        does not match the schema.
+    """
+    path = Path(path)
+    try:
+        with open(path) as fh:
+            raw = yaml.safe_load(fh)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+    return validate_config(raw, source=str(path))
+
+
+def validate_config(config: Any, source: str = "config") -> dict[str, Any]:
+    """Return a copy of ``config`` with schema defaults filled in, or raise.
+
+    Parameters
+    ----------
+    config
+        the parsed config mapping.
+    source
+        where the config came from; it prefixes every error message.
+    """
+    if not isinstance(config, dict):
+        raise ConfigError(f"{source}: expected a mapping of keys, got {_kind(config)}")
+    schema = load_schema()
+    filled = copy.deepcopy(config)
+    _fill_defaults(filled, schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(filled))
+    if error is not None:
+        raise ConfigError(f"{source}: {_describe(error)}")
+    return filled
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    """Stable sha256 of a validated config, recorded in every artifact."""
+    return stable_hash(config)
+
+
+def _fill_defaults(instance: Any, schema: dict[str, Any]) -> None:
+    """Insert ``default`` values of object properties, recursively, in place."""
+    if not isinstance(instance, dict):
+        return
+    for key, sub in schema.get("properties", {}).items():
+        if key not in instance and "default" in sub:
+            instance[key] = copy.deepcopy(sub["default"])
+        if key in instance:
+            _fill_defaults(instance[key], sub)
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        for key, value in instance.items():
+            if key not in schema.get("properties", {}):
+                _fill_defaults(value, extra)
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    """One sentence naming the key, what was found and what was expected."""
+    path = ".".join(str(p) for p in error.absolute_path)
+    where = f"key '{path}'" if path else "top level"
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    if error.validator == "additionalProperties":
+        allowed = sorted(schema.get("properties", {}))
+        unknown = sorted(set(error.instance) - set(allowed))
+        name = f"{path}.{unknown[0]}" if path else unknown[0]
+        close = difflib.get_close_matches(unknown[0], allowed, n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        return f"unknown key '{name}'{hint}; allowed keys here: {', '.join(allowed)}"
+    if error.validator == "required":
+        missing = error.message.split("'")[1]
+        name = f"{path}.{missing}" if path else missing
+        return f"missing required key '{name}'"
+    expected = _expected(schema)
+    got = f"got {error.instance!r} ({_kind(error.instance)})"
+    return (
+        f"{where}: expected {expected}, {got}"
+        if expected
+        else f"{where}: {error.message}"
+    )
+
+
+def _expected(schema: dict[str, Any]) -> str:
+    """Human wording of what a (sub)schema accepts."""
+    if "enum" in schema:
+        return "one of " + ", ".join(repr(v) for v in schema["enum"])
+    if "const" in schema:
+        return repr(schema["const"])
+    kind = schema.get("type")
+    words = {
+        "integer": "an integer",
+        "number": "a number",
+        "string": "a string",
+        "boolean": "true or false",
+        "array": "a list",
+        "object": "a mapping",
+        "null": "null",
+    }
+    if isinstance(kind, list):
+        text = " or ".join(words.get(k, k) for k in kind)
+    else:
+        text = words.get(kind, "")
+    bounds = []
+    if "minimum" in schema:
+        bounds.append(f">= {schema['minimum']}")
+    if "exclusiveMinimum" in schema:
+        bounds.append(f"> {schema['exclusiveMinimum']}")
+    if "maximum" in schema:
+        bounds.append(f"<= {schema['maximum']}")
+    if "exclusiveMaximum" in schema:
+        bounds.append(f"< {schema['exclusiveMaximum']}")
+    if "minItems" in schema:
+        bounds.append(f"with at least {schema['minItems']} item(s)")
+    if schema.get("uniqueItems"):
+        bounds.append("without duplicates")
+    if "pattern" in schema:
+        bounds.append(f"matching {schema['pattern']}")
+    if "minLength" in schema:
+        bounds.append("that is not empty")
+    if "items" in schema and isinstance(schema["items"], dict):
+        inner = _expected(schema["items"])
+        if inner:
+            bounds.append(f"of {inner}")
+    text = " ".join([text, *bounds]).strip()
+    if schema.get("description") and text:
+        text += f" ({schema['description']})"
+    return text
+
+
+def _kind(value: Any) -> str:
+    return {
+        bool: "boolean",
+        int: "integer",
+        float: "number",
+        str: "string",
+        list: "list",
+        dict: "mapping",
+        type(None): "null",
+    }.get(type(value), type(value).__name__)

@@ -1,0 +1,122 @@
+"""DuckDB views over every trajectory shard under a results folder.
+
+``episodes``: one row per episode from all shards. Folders named ``key=value``
+(``round=3/client=maze``) become columns, as in a hive-partitioned dataset; our
+layouts nest different keys (``expert/env=…`` beside ``round=…/client=…``), which
+DuckDB's own hive reader refuses to mix, so shards are grouped by their key set
+and the groups are unioned by column name. Folder values win over stored ones.
+
+``turns``: one row per message (``UNNEST`` of ``episodes.messages``), with the
+episode's columns and a 1-based ``message_index``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import duckdb
+
+from evoflow.store.schema import EPISODE_SCHEMA
+from evoflow.store.shards import open_shard
+
+HIVE_SEGMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([^/]*)$")
+
+
+def find_shards(root: str | Path) -> list[Path]:
+    """Every ``*.parquet`` under ``root``, sorted, skipping hidden files/folders."""
+    root = Path(root)
+    if not root.exists():
+        return []
+    found = []
+    for path in root.rglob("*.parquet"):
+        parts = path.relative_to(root).parts
+        if not any(p.startswith(".") for p in parts):
+            found.append(path)
+    return sorted(found)
+
+
+def hive_keys(path: Path, root: Path) -> tuple[str, ...]:
+    """The ``key=value`` folder names between ``root`` and ``path``, in order."""
+    keys = []
+    for part in path.relative_to(root).parts[:-1]:
+        match = HIVE_SEGMENT.match(part)
+        if match:
+            keys.append(match.group(1))
+    return tuple(keys)
+
+
+def connect(
+    root: str | Path = "results",
+    database: str = ":memory:",
+    check: bool = True,
+) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with the ``episodes`` and ``turns`` views.
+
+    Parameters
+    ----------
+    root
+        folder scanned recursively for shards.
+    database
+        DuckDB database (in memory by default; the views reference the files).
+    check
+        open every shard first, so a corrupt or foreign file fails with its name.
+    """
+    root = Path(root)
+    shards = find_shards(root)
+    if check:
+        for shard in shards:
+            open_shard(shard)
+    con = duckdb.connect(database)
+    con.execute(
+        f"CREATE OR REPLACE VIEW episodes AS {_episodes_sql(shards, root, con)}"
+    )
+    con.execute(
+        "CREATE OR REPLACE VIEW turns AS "
+        "SELECT * EXCLUDE (messages), "
+        "generate_subscripts(messages, 1) AS message_index, "
+        "unnest(messages, recursive := true) FROM episodes"
+    )
+    return con
+
+
+def _episodes_sql(
+    shards: list[Path], root: Path, con: duckdb.DuckDBPyConnection
+) -> str:
+    if not shards:
+        con.register("_no_episodes", EPISODE_SCHEMA.empty_table())
+        return "SELECT *, NULL::VARCHAR AS shard FROM _no_episodes"
+    groups: dict[tuple[str, ...], list[Path]] = defaultdict(list)
+    for shard in shards:
+        groups[tuple(sorted(hive_keys(shard, root)))].append(shard)
+    selects = []
+    for keys, files in sorted(groups.items()):
+        listing = ", ".join(_quote(str(f)) for f in files)
+        hive = "true" if keys else "false"
+        selects.append(
+            f"SELECT * FROM read_parquet([{listing}], hive_partitioning={hive}, "
+            "union_by_name=true, filename='shard')"
+        )
+    return " UNION ALL BY NAME ".join(selects)
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+STATS_SQL = """
+SELECT experiment, source, env,
+       count(*) AS episodes,
+       round(avg(success::INT), 3) AS success_rate,
+       round(avg(n_turns), 2) AS mean_turns,
+       sum(n_tokens) AS tokens
+FROM episodes
+GROUP BY ALL
+ORDER BY ALL
+"""
+
+
+def stats(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    """Episodes, success rate, mean turns and tokens by experiment × source × env."""
+    return con.sql(STATS_SQL)

@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from evoflow.cli import main
+from evoflow.config import config_hash, load_config, validate_config
+from evoflow.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_embedded_default_is_valid():
+    config = load_config(ROOT / "config" / "config.yaml")
+    assert config["experiment"] == "embedded"
+    assert config["model"]["name"] == "smollm2-135m-instruct"
+
+
+def test_defaults_are_filled_and_input_untouched():
+    raw = {"experiment": "x"}
+    config = validate_config(raw)
+    assert raw == {"experiment": "x"}
+    assert config["seed"] == 0 and config["model"]["backend"] == "hf"
+
+
+def test_hash_ignores_key_order():
+    a = validate_config({"experiment": "x", "seed": 3})
+    b = validate_config({"seed": 3, "experiment": "x"})
+    assert config_hash(a) == config_hash(b)
+    assert config_hash(a) != config_hash(
+        validate_config({"experiment": "x", "seed": 4})
+    )
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        ({"experiment": "x", "rounds": 3}, "unknown key 'rounds'"),
+        (
+            {"experiment": "x", "model": {"nmae": "m"}},
+            "unknown key 'model.nmae' (did you mean 'name'?)",
+        ),
+        ({"experiment": "x", "seed": "zero"}, "key 'seed': expected an integer >= 0"),
+        ({"experiment": "x", "seed": True}, "key 'seed': expected an integer"),
+        ({"experiment": "x", "seed": -1}, "got -1"),
+        (
+            {"experiment": "x", "model": {"backend": "tgi"}},
+            "key 'model.backend': expected one of 'hf', 'vllm', 'openai'",
+        ),
+        (
+            {"experiment": "x", "envs": ["maze", "chess"]},
+            "key 'envs.1': expected one of 'babyai'",
+        ),
+        (
+            {"experiment": "x", "envs": []},
+            "key 'envs': expected a list with at least 1 item(s)",
+        ),
+        ({"experiment": "x", "envs": ["maze", "maze"]}, "without duplicates"),
+        ({"experiment": "a/b"}, "key 'experiment': expected a string matching"),
+        ({"seed": 1}, "missing required key 'experiment'"),
+        (["experiment"], "expected a mapping of keys, got list"),
+    ],
+)
+def test_bad_configs_name_the_key(config, message):
+    with pytest.raises(ConfigError) as info:
+        validate_config(config, source="bad.yaml")
+    assert str(info.value).startswith("bad.yaml: ")
+    assert message in str(info.value)
+
+
+def test_unreadable_and_malformed_files(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read config"):
+        load_config(tmp_path / "missing.yaml")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("experiment: [unclosed\n")
+    with pytest.raises(ConfigError, match=f"{broken}: not valid YAML"):
+        load_config(broken)
+
+
+def test_check_config_cli(tmp_path, capsys):
+    good = tmp_path / "good.yaml"
+    good.write_text("experiment: x\n")
+    assert main(["check-config", str(good)]) == 0
+    assert yaml.safe_load(capsys.readouterr().out)["model"]["backend"] == "hf"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("experiment: x\nseeed: 1\n")
+    assert main(["check-config", str(bad)]) == 2
+    assert "unknown key 'seeed' (did you mean 'seed'?)" in capsys.readouterr().err
+
+
+def test_workflow_refuses_a_bad_config_before_any_job(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"experiment": "x", "model": {"backend": "tgi"}}))
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "--configfile",
+            str(bad),
+            "--directory",
+            str(ROOT),
+            "--snakefile",
+            str(ROOT / "Snakefile"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert run.returncode != 0
+    assert (
+        "key 'model.backend': expected one of 'hf', 'vllm', 'openai'"
+        in run.stdout + run.stderr
+    )
+    assert "Job stats" not in run.stdout + run.stderr
