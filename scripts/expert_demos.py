@@ -1,0 +1,21 @@
+"""Play, verify and store the expert demonstrations of one environment."""
+
+import logging
+import sys
+
+from evoflow.rollout.expert import write_demos
+
+sys.stderr = open(snakemake.log[0], "w")
+logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+env = snakemake.params.env
+info = write_demos(
+    snakemake.output[0],
+    env_name=snakemake.wildcards.env,
+    n_tasks=env["demos"],
+    experiment=snakemake.params.experiment,
+    seed=snakemake.params.seed,
+    config_hash=snakemake.params.config_hash,
+    max_turns=env["max_turns"],
+    demos_file=env["demos_file"],
+)
+print(f"{info.rows} demonstrations -> {info.path}", file=sys.stderr)

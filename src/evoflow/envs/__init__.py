@@ -1,0 +1,96 @@
+"""Text environments, looked up by name.
+
+Classes are imported on first use: BabyAI pulls in minigrid and pygame, which the
+other environments (and the HTTP client) should not pay for.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from evoflow.envs.base import (
+    EnvError,
+    Step,
+    TaskError,
+    TextEnv,
+    Trajectory,
+    Turn,
+    play_expert,
+    replay,
+)
+
+REGISTRY = {
+    "babyai": "evoflow.envs.babyai:BabyAIEnv",
+    "webshop": "evoflow.envs.webshop:WebShopEnv",
+    "textcraft": "evoflow.envs.textcraft:TextCraftEnv",
+    "maze": "evoflow.envs.maze:MazeEnv",
+    "wordle": "evoflow.envs.wordle:WordleEnv",
+}
+
+
+def env_class(name: str) -> type[TextEnv]:
+    """The environment class registered under ``name``."""
+    try:
+        module, _, attr = REGISTRY[name].partition(":")
+    except KeyError:
+        raise ValueError(
+            f"unknown environment {name!r}; known: {', '.join(sorted(REGISTRY))}"
+        ) from None
+    return getattr(importlib.import_module(module), attr)
+
+
+def make_env(name: str) -> TextEnv:
+    """A fresh instance of the environment registered under ``name``."""
+    return env_class(name)()
+
+
+def env_factory(
+    name: str, remote: dict[str, Any] | None = None
+) -> Callable[[], TextEnv]:
+    """A callable making fresh environments: in-process, or sessions on a server.
+
+    ``remote`` is the config's ``envs.<name>.remote`` mapping (url, protocol).
+    Remote environments made by one factory share one connection pool.
+    """
+    if remote is None:
+        return env_class(name)
+    import httpx
+
+    from evoflow.envs.remote import RemoteEnv
+
+    client = httpx.Client(
+        limits=httpx.Limits(max_connections=256, max_keepalive_connections=256)
+    )
+    protocol = remote.get("protocol", "evoflow")
+    return lambda: RemoteEnv(remote["url"], protocol=protocol, env=name, client=client)
+
+
+def split_ids(name: str, split: str, remote: dict[str, Any] | None = None) -> list[str]:
+    """Task ids of a split: from the config, the remote server or the env's split file."""
+    if remote is not None and remote.get(f"{split}_ids"):
+        return list(remote[f"{split}_ids"])
+    env = env_factory(name, remote)()
+    try:
+        return env.task_ids(split)
+    finally:
+        if hasattr(env, "close"):
+            env.close()
+
+
+__all__ = [
+    "REGISTRY",
+    "EnvError",
+    "Step",
+    "TaskError",
+    "TextEnv",
+    "Trajectory",
+    "Turn",
+    "env_class",
+    "env_factory",
+    "split_ids",
+    "make_env",
+    "play_expert",
+    "replay",
+]

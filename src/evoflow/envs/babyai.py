@@ -1,0 +1,350 @@
+"""BabyAI: complete a language mission in a partially observed minigrid world.
+
+Description
+-----------
+The 40 BabyAI levels AgentGym evaluates, played through text. Task ids are
+AgentGym's ``data_idx``: id ``i`` is level ``LEVELS[i % 40]`` of
+``evoflow.envs.babyai_world`` with minigrid seed ``i // 40`` (so AgentGym's item
+``babyai_<i>`` is the same task; minigrid 3.2.0 registers ``GoToObjS6`` only as
+``v1``, every other level as ``v0``). Ids ``0``-``89`` form the test split (every
+level at least twice), ``90``-``889`` the training split.
+
+Observation
+-----------
+The first observation states the mission (``Your goal: <mission>``) and describes
+the view; every later one says what the last action did and describes the view
+again. A view lists the objects in sight with offsets, says what lies straight
+ahead and what the agent carries. The first observation of task ``26``::
+
+    Your goal: pick up the purple box
+    You see locked green door 1, 1 step to your left.
+    Directly in front of you is a wall.
+    You are carrying nothing.
+
+Objects are named ``<colour> <type> <n>``, numbered per colour and type in
+reading order of the whole grid at the start, so a name never changes meaning.
+
+Actions
+-------
+``turn left``, ``turn right``, ``move forward``, ``go to <color> <type> <n>``,
+``pick up <color> <type> <n>``, ``go through <color> door <n>``,
+``toggle and go through <color> door <n>``, ``toggle``, ``drop`` and
+``check available actions``. Walking actions plan a shortest path over walkable
+cells the agent has seen and run as many minigrid steps as needed; ``go to`` an
+object the agent already faces waits one step, so the level can notice it. An
+unknown, ill-formed or impossible action changes nothing and is answered with
+the reason (``valid=False``; the turn still counts).
+
+Rewards and termination
+-----------------------
+minigrid's reward: ``1 - 0.9 * steps / max_steps`` when the mission is completed,
+where ``steps`` counts minigrid steps, not text actions. The episode ends on
+success, when the level declares the mission failed, or when ``max_steps`` is
+reached (then without success). The default turn cap is 20 text actions.
+
+Expert
+------
+A planner with full knowledge of the grid (``babyai_expert``; search helpers in
+``babyai_nav``, episode state in ``babyai_world``, text in ``babyai_text``). It
+solves 87 of the 90 test tasks within 20 turns. Unsolved:
+
+* ``15`` and ``55`` (``OpenDoorsOrderN4Debug`` asking for two doors in order):
+  no agent can solve them. The level's strict verifier checks the second door on
+  the same toggle that opens the first one and declares the mission failed.
+* ``77`` (``MiniBossLevel``): the first part puts the purple ball on the only
+  free cell next to the green key, the doorway cell of the room that holds the
+  blue box of the last part; clearing that doorway again (move the ball, then a
+  key behind it) needs more turns than are left.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from evoflow.envs.babyai_expert import expert_move
+from evoflow.envs.babyai_text import (
+    INSTRUCTIONS,
+    Command,
+    describe_view,
+    parse_command,
+    steps,
+    thing_name,
+)
+from evoflow.envs.babyai_world import World, front, level_for
+from evoflow.envs.base import Step, TextEnv
+
+TEST_COUNT = 90
+TRAIN_COUNT = 800
+
+
+class Refused(Exception):
+    """An action that cannot be carried out; the message says why."""
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Primitive minigrid moves and the sentence told once they all ran."""
+
+    moves: tuple[str, ...]
+    message: str
+
+
+class BabyAIEnv(TextEnv):
+    name = "babyai"
+    max_turns = 20
+    instructions = INSTRUCTIONS
+
+    @classmethod
+    def build_splits(cls) -> dict[str, list[str]]:
+        train = range(TEST_COUNT, TEST_COUNT + TRAIN_COUNT)
+        return {
+            "test": [str(i) for i in range(TEST_COUNT)],
+            "train": [str(i) for i in train],
+        }
+
+    def _reset(self, task_id: str) -> str:
+        self._world = World(*level_for(task_id))
+        return f"Your goal: {self._world.game.mission}\n{describe_view(self._world)}"
+
+    # --- stepping -----------------------------------------------------------
+
+    def _step(self, action: str) -> Step:
+        command = parse_command(action)
+        if command is None:
+            shown = action.strip()[:60] or "(empty)"
+            return self._refuse(
+                f"'{shown}' is not an action here. Write one of: turn left, turn "
+                "right, move forward, go to <color> <type> <id>, pick up <color> "
+                "<type> <id>, go through <color> door <id>, toggle and go through "
+                "<color> door <id>, toggle, drop, check available actions."
+            )
+        if command.verb == "check available actions":
+            listed = ", ".join(self.available_actions())
+            return Step(
+                f"Available actions: {listed}.\n{describe_view(self._world)}",
+                0.0,
+                False,
+                False,
+            )
+        try:
+            segments = self._compile(command)
+        except Refused as refusal:
+            return self._refuse(str(refusal))
+        return self._run(segments)
+
+    def _refuse(self, reason: str) -> Step:
+        return Step(f"{reason}\n{describe_view(self._world)}", 0.0, False, False, False)
+
+    def _run(self, segments: list[Segment]) -> Step:
+        world, told, reward = self._world, [], 0.0
+        terminated = truncated = False
+        for segment in segments:
+            done_moves = 0
+            for move in segment.moves:
+                gained, terminated, truncated = world.act(move)
+                reward += gained
+                done_moves += 1
+                if terminated or truncated:
+                    break
+            if done_moves == len(segment.moves):
+                told.append(segment.message)
+            if terminated or truncated:
+                break
+        text = " ".join(told)
+        mission = world.game.mission
+        if terminated and reward > 0:
+            return Step(
+                f"{text} You completed the goal: {mission}.", reward, True, True
+            )
+        if terminated:
+            return Step(
+                f"{text} That made the goal ({mission}) impossible, so the episode "
+                "is over.",
+                reward,
+                True,
+                False,
+            )
+        if truncated:
+            return Step(
+                f"{text} Time is up: the level allows only {steps(world.game.max_steps)} "
+                "and the goal was not completed.",
+                reward,
+                True,
+                False,
+            )
+        return Step(f"{text}\n{describe_view(world)}", reward, False, False)
+
+    # --- compiling commands into minigrid moves -----------------------------
+
+    def _compile(self, command: Command) -> list[Segment]:
+        world = self._world
+        if command.verb in ("turn left", "turn right"):
+            side = command.verb.split()[1]
+            return [Segment((side,), f"You turned {side}.")]
+        ahead = world.cell(front(world.pose))
+        if command.verb == "move forward":
+            if not world.walkable(front(world.pose)):
+                raise Refused(
+                    f"You cannot move forward: {thing_name(world, ahead)} is in the way."
+                )
+            return [Segment(("forward",), "You moved one step forward.")]
+        if command.verb == "toggle":
+            return [self._toggle(ahead)]
+        if command.verb == "drop":
+            return [self._drop(ahead)]
+        target = self._resolve(command)
+        if command.verb == "go to":
+            return self._walk_to(target, wait=True)
+        if command.verb == "pick up":
+            if target.type == "door":
+                raise Refused("Doors cannot be picked up.")
+            if world.carrying is not None:
+                raise Refused(
+                    f"Your hands are full: you carry {world.name(world.carrying)}. "
+                    "Drop it first."
+                )
+            return [*self._walk_to(target), Segment(("pickup",), "You picked it up.")]
+        if target.type != "door":
+            raise Refused(f"{world.name(target)} is not a door.")
+        return self._through(target, toggle=command.verb.startswith("toggle"))
+
+    def _resolve(self, command: Command):
+        world = self._world
+        held = world.carrying
+        if held is not None and world.name(held) == command.reference:
+            raise Refused(f"You are carrying {command.reference}.")
+        matches = [
+            obj
+            for obj, _ in world.known_objects()
+            if (obj.color, obj.type) == (command.color, command.kind)
+        ]
+        if command.number is not None:
+            matches = [obj for obj in matches if world.name(obj) == command.reference]
+        if not matches:
+            raise Refused(f"You have not seen any {command.reference}.")
+        if len(matches) > 1:
+            names = ", ".join(world.name(obj) for obj in matches)
+            raise Refused(f"Name one of {names} by its number.")
+        return matches[0]
+
+    def _approach(self, target) -> tuple[tuple[int, int, int], tuple[str, ...]]:
+        """The pose facing ``target`` that walking reaches first, and the moves."""
+        world = self._world
+        search = world.macro_search()
+        pose = search.facing.get(world.find(target))
+        if pose is None:
+            raise Refused(
+                f"You know no way to {world.name(target)} over cells you have seen."
+            )
+        return pose, tuple(search.moves_to(pose))
+
+    def _walk_to(self, target, wait: bool = False) -> list[Segment]:
+        name = self._world.name(target)
+        _, moves = self._approach(target)
+        if moves:
+            return [Segment(moves, f"You walked to {name} and now face it.")]
+        if wait:
+            return [Segment(("done",), f"You already face {name}; you wait a moment.")]
+        return []
+
+    def _through(self, door, toggle: bool) -> list[Segment]:
+        world = self._world
+        name = world.name(door)
+        cell = world.find(door)
+        if world.pose[:2] == cell:
+            if not world.walkable(front(world.pose)):
+                raise Refused(f"You stand in {name}, but the way ahead is blocked.")
+            return [Segment(("forward",), f"You stepped out of {name}.")]
+        if door.is_locked and toggle and not world.has_key_for(door):
+            raise Refused(
+                f"The {name} is locked; you need a {door.color} key to open it."
+            )
+        if not door.is_open and not toggle:
+            state = "locked" if door.is_locked else "closed"
+            raise Refused(
+                f"The {name} is {state}; use 'toggle and go through {name}' to open it."
+            )
+        pose, moves = self._approach(door)
+        segments = [Segment(moves, f"You walked to {name}.")] if moves else []
+        if not door.is_open:
+            verb = "unlocked" if door.is_locked else "opened"
+            segments.append(Segment(("toggle",), f"You {verb} it."))
+        beyond = (2 * cell[0] - pose[0], 2 * cell[1] - pose[1])
+        if world.walkable(beyond):
+            segments.append(Segment(("forward", "forward"), "You went through it."))
+        else:
+            segments.append(
+                Segment(
+                    ("forward",), "You stepped into the doorway; the way on is blocked."
+                )
+            )
+        return segments
+
+    def _toggle(self, ahead) -> Segment:
+        world = self._world
+        if ahead is None or ahead.type == "wall":
+            raise Refused("There is nothing in front of you to toggle.")
+        name = world.name(ahead)
+        if ahead.type == "box":
+            inside = ahead.contains
+            held = "it was empty" if inside is None else f"it held {world.name(inside)}"
+            return Segment(("toggle",), f"You opened {name}; {held}.")
+        if ahead.type != "door":
+            raise Refused(f"Toggling {name} does nothing.")
+        if ahead.is_locked:
+            if not world.has_key_for(ahead):
+                raise Refused(f"The {name} is locked; you need a {ahead.color} key.")
+            return Segment(("toggle",), f"You unlocked and opened {name}.")
+        verb = "closed" if ahead.is_open else "opened"
+        return Segment(("toggle",), f"You {verb} {name}.")
+
+    def _drop(self, ahead) -> Segment:
+        world = self._world
+        if world.carrying is None:
+            raise Refused("You are not carrying anything.")
+        name = world.name(world.carrying)
+        if ahead is not None:
+            raise Refused(
+                f"You cannot drop {name} here: {thing_name(world, ahead)} is in front of you."
+            )
+        return Segment(("drop",), f"You put {name} down in front of you.")
+
+    # --- helpers for agents -------------------------------------------------
+
+    def available_actions(self) -> list[str]:
+        if not self.running:
+            return []
+        world = self._world
+        ahead = world.cell(front(world.pose))
+        actions = ["turn left", "turn right"]
+        if world.walkable(front(world.pose)):
+            actions.append("move forward")
+        reachable = world.macro_search().facing
+        for obj, cell in world.known_objects():
+            if cell not in reachable:
+                continue
+            name = world.name(obj)
+            actions.append(f"go to {name}")
+            if obj.type == "door":
+                if obj.is_open:
+                    actions.append(f"go through {name}")
+                elif not obj.is_locked or world.has_key_for(obj):
+                    actions.append(f"toggle and go through {name}")
+            elif world.carrying is None:
+                actions.append(f"pick up {name}")
+        if ahead is not None and (
+            ahead.type == "box"
+            or (
+                ahead.type == "door"
+                and (not ahead.is_locked or world.has_key_for(ahead))
+            )
+        ):
+            actions.append("toggle")
+        if world.carrying is not None and ahead is None:
+            actions.append("drop")
+        actions.append("check available actions")
+        return actions
+
+    def expert_action(self) -> tuple[str, str]:
+        self._check_running()
+        return expert_move(self._world)

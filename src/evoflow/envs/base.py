@@ -1,0 +1,228 @@
+"""The text-environment contract every evoflow environment implements.
+
+An environment is a stateful game played in text: ``reset(task_id)`` starts the
+task and returns the first observation (which states the task), ``step(action)``
+applies one action. The agent always answers in the ReAct layout described by
+``REPLY_FORMAT``; the rollout extracts the action and hands only that to ``step``.
+
+Every environment also knows how to play itself: ``expert_action()`` returns a
+short thought and the exact action an expert takes in the current state. Experts
+seed every method with demonstrations, and solving the test split with the
+expert is how environment and solver are validated together.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import ClassVar
+
+from evoflow.provenance import REPO_ROOT
+
+SPLITS_DIR = REPO_ROOT / "data" / "splits"
+SPLITS = ("train", "test")
+
+REPLY_FORMAT = (
+    "Reply to every observation with exactly two lines. The first line starts with "
+    "'Thought:' and explains your next move in one short sentence. The second line "
+    "starts with 'Action:' and contains exactly one action, written as described "
+    "above and nothing else."
+)
+
+
+@dataclass(frozen=True)
+class Step:
+    """Outcome of one action.
+
+    ``valid`` is False when the action was not understood (the turn still counts).
+    """
+
+    observation: str
+    reward: float
+    done: bool
+    success: bool
+    valid: bool = True
+
+
+class EnvError(Exception):
+    """The environment was used out of order (e.g. ``step`` before ``reset``)."""
+
+
+class TaskError(EnvError, KeyError):
+    """A task id that the environment does not define."""
+
+    def __str__(self) -> str:  # KeyError would quote the whole message
+        return str(self.args[0])
+
+
+class TextEnv(ABC):
+    """Base class of all text environments.
+
+    Subclasses set ``name``, ``max_turns`` (the default turn cap) and
+    ``instructions`` (rules and action syntax, in our words), and implement
+    ``reset``, ``step``, ``expert_action`` and ``build_splits``.
+    """
+
+    name: ClassVar[str]
+    max_turns: ClassVar[int]
+    instructions: ClassVar[str]
+
+    @property
+    def system_prompt(self) -> str:
+        """Rules of the environment followed by the reply format."""
+        return f"{self.instructions}\n\n{REPLY_FORMAT}"
+
+    # --- tasks -------------------------------------------------------------
+
+    def task_ids(self, split: str) -> list[str]:
+        """Task ids of a split, read from ``data/splits/<name>.json``."""
+        if split not in SPLITS:
+            raise ValueError(f"split {split!r} is not one of {', '.join(SPLITS)}")
+        return list(load_splits(self.name)[split])
+
+    @classmethod
+    @abstractmethod
+    def build_splits(cls) -> dict[str, list[str]]:
+        """Deterministically list the task ids of every split (train ∩ test = ∅)."""
+
+    # --- playing -----------------------------------------------------------
+
+    def reset(self, task_id: str) -> str:
+        """Start task ``task_id``; return the first observation, task included.
+
+        Raises ``TaskError`` for an unknown id.
+        """
+        observation = self._reset(str(task_id))
+        self._running = True
+        self._observation = observation
+        return observation
+
+    def step(self, action: str) -> Step:
+        """Apply one action (the text after ``Action:``).
+
+        Raises ``EnvError`` when no task is running or the episode is over.
+        """
+        self._check_running()
+        result = self._step(action)
+        self._observation = result.observation
+        self._running = not result.done
+        return result
+
+    def invalid_reply(self, reason: str) -> Step:
+        """Observation for a reply with no usable action; the state is unchanged."""
+        self._check_running()
+        return Step(
+            observation=f"Your reply could not be used: {reason}. Reply with a "
+            "'Thought:' line and one 'Action:' line.",
+            reward=0.0,
+            done=False,
+            success=False,
+            valid=False,
+        )
+
+    @property
+    def observation(self) -> str:
+        """The latest observation."""
+        if not hasattr(self, "_observation"):
+            raise EnvError(f"{self.name}: no observation before reset(task_id)")
+        return self._observation
+
+    @property
+    def running(self) -> bool:
+        """True between ``reset`` and the step that ends the episode."""
+        return getattr(self, "_running", False)
+
+    def available_actions(self) -> list[str]:
+        """Actions that make sense now (empty when the action space is open)."""
+        return []
+
+    @abstractmethod
+    def expert_action(self) -> tuple[str, str]:
+        """(thought, action) an expert takes in the current state."""
+
+    @abstractmethod
+    def _reset(self, task_id: str) -> str:
+        """Set up the task and return its first observation."""
+
+    @abstractmethod
+    def _step(self, action: str) -> Step:
+        """Apply an action to a running episode."""
+
+    def _check_running(self) -> None:
+        if not self.running:
+            raise EnvError(
+                f"{self.name}: no running episode; call reset(task_id) first"
+            )
+
+
+def splits_path(name: str) -> Path:
+    return SPLITS_DIR / f"{name}.json"
+
+
+@cache
+def load_splits(name: str) -> dict[str, tuple[str, ...]]:
+    """The committed split file of an environment."""
+    path = splits_path(name)
+    try:
+        payload = json.loads(path.read_text())
+    except OSError:
+        raise FileNotFoundError(
+            f"{path}: split file missing; regenerate with `evoflow make-splits`"
+        ) from None
+    return {split: tuple(payload["splits"][split]) for split in SPLITS}
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One expert (or replayed) turn: what was thought, done and observed."""
+
+    thought: str
+    action: str
+    result: Step
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """A played episode: the first observation and every turn after it."""
+
+    env: str
+    task_id: str
+    first_observation: str
+    turns: tuple[Turn, ...]
+
+    @property
+    def success(self) -> bool:
+        return bool(self.turns) and self.turns[-1].result.success
+
+    @property
+    def reward(self) -> float:
+        return sum(t.result.reward for t in self.turns)
+
+    @property
+    def actions(self) -> list[str]:
+        return [t.action for t in self.turns]
+
+
+def play_expert(env: TextEnv, task_id: str, max_turns: int | None = None) -> Trajectory:
+    """Let the environment's expert play ``task_id`` for at most ``max_turns``."""
+    cap = max_turns or env.max_turns
+    first = env.reset(task_id)
+    turns = []
+    while env.running and len(turns) < cap:
+        thought, action = env.expert_action()
+        turns.append(Turn(thought, action, env.step(action)))
+    return Trajectory(env.name, str(task_id), first, tuple(turns))
+
+
+def replay(env: TextEnv, task_id: str, actions: list[str]) -> Trajectory:
+    """Play a fixed action sequence from a fresh reset (to verify demonstrations)."""
+    first = env.reset(task_id)
+    turns = []
+    for action in actions:
+        if not env.running:
+            break
+        turns.append(Turn("", action, env.step(action)))
+    return Trajectory(env.name, str(task_id), first, tuple(turns))

@@ -1,0 +1,1 @@
+"""Playing environments: the ReAct format, expert demonstrations and rollouts."""

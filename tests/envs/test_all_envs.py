@@ -1,0 +1,92 @@
+"""Contracts every registered environment keeps."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from evoflow.envs import REGISTRY, TaskError, make_env, play_expert, replay
+from evoflow.envs.base import REPLY_FORMAT
+from evoflow.envs.splits import render_splits, splits_path
+
+# Expert success required on each test split; unsolved ids must be explained in
+# the env module's docstring.
+REQUIRED_EXPERT_SUCCESS = {
+    "maze": 1.0,
+    "textcraft": 1.0,
+    "webshop": 1.0,
+    "wordle": 0.95,
+    "babyai": 0.95,
+}
+TEST_SIZES = {"babyai": 90, "webshop": 200, "textcraft": 100, "maze": 25, "wordle": 25}
+NAMES = sorted(REGISTRY)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_split_files_are_current_and_disjoint(name):
+    env = make_env(name)
+    assert splits_path(name).read_text() == render_splits(name)
+    test, train = env.task_ids("test"), env.task_ids("train")
+    assert len(test) == TEST_SIZES[name]
+    assert not set(test) & set(train)
+    assert len(set(train)) == len(train) > 0
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_splits_do_not_depend_on_hash_seed(name):
+    code = (
+        f"from evoflow.envs.splits import render_splits; print(render_splits({name!r}))"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("0", "1", "12345")
+    }
+    assert len(outputs) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_expert_solves_the_test_split_within_the_turn_cap(name):
+    env = make_env(name)
+    ids = env.task_ids("test")
+    unsolved = [i for i in ids if not play_expert(env, i).success]
+    rate = 1 - len(unsolved) / len(ids)
+    assert rate >= REQUIRED_EXPERT_SUCCESS[name], (
+        f"{name}: unsolved test tasks {unsolved}"
+    )
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_expert_demo_replays_identically(name):
+    env = make_env(name)
+    task = env.task_ids("train")[3]
+    played = play_expert(env, task)
+    replayed = replay(make_env(name), task, played.actions)
+    assert replayed.first_observation == played.first_observation
+    assert [t.result for t in replayed.turns] == [t.result for t in played.turns]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_prompt_unknown_task_and_garbage_actions(name):
+    env = make_env(name)
+    assert env.system_prompt.endswith(REPLY_FORMAT)
+    assert env.max_turns > 0
+    with pytest.raises(TaskError):
+        env.reset("no-such-task")
+    env.reset(env.task_ids("test")[0])
+    for garbage in ["", "\x00\xff", "click[" * 500, "🙂" * 50, "search[]"]:
+        result = env.step(garbage)
+        assert isinstance(result.observation, str)
+        if not result.done:
+            assert env.observation == result.observation
+        else:
+            env.reset(env.task_ids("test")[0])

@@ -1,0 +1,209 @@
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+import pytest
+
+from evoflow.envs import EnvError, TaskError, make_env, play_expert, replay
+from evoflow.envs.textcraft import goal_list, goals
+from evoflow.envs.textcraft_recipes import build_book, default_book, recipe_dir
+
+CRAFTING_TABLE = "1030"  # goal 103 (crafting table), distractor variant 0
+
+
+def test_scripted_actions_give_exact_observations():
+    # Prepare
+    env = make_env("textcraft")
+
+    # Execute
+    first = env.reset(CRAFTING_TABLE)
+    actions = [
+        "inventory",
+        "get 1 oak log",
+        "craft 4 oak planks using 1 oak log",
+        "Inventory",
+        "craft 1 crafting table using 4 oak planks.",
+    ]
+    steps = [env.step(a) for a in actions]
+
+    # Assert
+    assert first == (
+        "Crafting commands:\n"
+        "craft 1 chest using 8 oak planks\n"
+        "craft 1 wooden pickaxe using 2 stick, 3 oak planks\n"
+        "craft 1 light gray bed using 3 light gray wool, 3 oak planks\n"
+        "craft 1 green bed using 3 green wool, 3 oak planks\n"
+        "craft 1 pink bed using 3 pink wool, 3 oak planks\n"
+        "craft 1 shield using 6 oak planks, 1 iron ingot\n"
+        "craft 1 note block using 8 oak planks, 1 redstone\n"
+        "craft 4 oak planks using 1 oak log\n"
+        "craft 1 gray bed using 3 gray wool, 3 oak planks\n"
+        "craft 1 beehive using 6 oak planks, 3 honeycomb\n"
+        "craft 4 oak stairs using 6 oak planks\n"
+        "craft 1 crafting table using 4 oak planks\n"
+        "\n"
+        "Goal: craft crafting table."
+    )
+    assert env.goal == "crafting table" and env.depth == 2
+    assert [s.observation for s in steps] == [
+        "Inventory: you are not carrying anything.",
+        "Got 1 oak log",
+        "Crafted 4 oak planks",
+        "Inventory: [oak planks] (4)",
+        "Crafted 1 crafting table",
+    ]
+    assert [s.done for s in steps] == [False] * 4 + [True]
+    assert (steps[-1].reward, steps[-1].success) == (1.0, True)
+    assert env.inventory == {"crafting table": 1}
+    with pytest.raises(EnvError, match="no running episode"):
+        env.step("inventory")
+
+
+def test_batches_and_wrong_amounts():
+    env = make_env("textcraft")
+    env.reset(CRAFTING_TABLE)
+    env.step("get 3 oak log")
+
+    wrong = env.step("craft 2 oak planks using 1 oak log")
+    odd = env.step("craft 8 oak planks using 1 oak log")
+    batch = env.step("craft 8 oak planks using 2 oak log")
+
+    expected = (
+        "Wrong amounts for oak planks. One batch is 'craft 4 oak planks using 1 oak "
+        "log'; multiply every amount by the same whole number."
+    )
+    assert wrong.observation == odd.observation == expected
+    assert not wrong.valid and not odd.valid
+    assert batch.valid and batch.observation == "Crafted 8 oak planks"
+    assert env.inventory == {"oak log": 1, "oak planks": 8}
+
+
+def test_crafting_without_ingredients_is_refused():
+    env = make_env("textcraft")
+    env.reset(CRAFTING_TABLE)
+    env.step("get 1 oak log")
+
+    result = env.step("craft 8 oak planks using 2 oak log")
+
+    assert (
+        result.observation
+        == "Cannot craft 8 oak planks: you need 2 oak log (you have 1)."
+    )
+    assert (result.valid, result.done, result.reward) == (False, False, 0.0)
+    assert env.inventory == {"oak log": 1}
+
+
+def test_get_is_only_for_known_base_items():
+    env = make_env("textcraft")
+    env.reset(CRAFTING_TABLE)
+
+    craftable = env.step("get 4 oak planks")
+    unknown = env.step("get 1 unobtainium")
+    zero = env.step("get 0 oak log")
+    wrong_recipe = env.step("craft 1 crafting table using 4 oak log")
+    garbage = env.step("dance")
+
+    assert (
+        craftable.observation
+        == "Cannot get oak planks: it is not a base item; craft it."
+    )
+    assert unknown.observation == "Unknown item: unobtainium."
+    assert zero.observation == "You can get between 1 and 999 items at a time."
+    assert wrong_recipe.observation == "No recipe makes crafting table from 4 oak log."
+    assert garbage.observation.startswith("'dance' is not a valid action")
+    assert not any(s.valid for s in (craftable, unknown, zero, wrong_recipe, garbage))
+    assert env.inventory == {}
+
+
+def test_tags_resolve_to_one_member():
+    book = default_book()
+    # '#minecraft:planks' -> the shallowest, shortest member id
+    assert (
+        book.canonical["crafting_table"].command
+        == "craft 1 crafting table using 4 oak planks"
+    )
+    # '#minecraft:oak_logs' has no group members: its singular item stands in
+    assert book.canonical["oak_planks"].command == "craft 4 oak planks using 1 oak log"
+    # '#minecraft:logs' and '#minecraft:coals'
+    assert (
+        book.canonical["campfire"].command
+        == "craft 1 campfire using 3 oak log, 3 stick, 1 coal"
+    )
+    # a tag without members is itself a base item
+    assert book.is_base("stone_tool_materials")
+    # loops are cut: iron block <-> iron ingot <-> iron nugget are all base items
+    assert all(book.is_base(i) for i in ("iron_ingot", "iron_block", "iron_nugget"))
+
+
+def test_goal_list_does_not_depend_on_file_order():
+    paths = sorted(recipe_dir().glob("*.json"))
+
+    forward = goal_list(build_book(paths))
+    backward = goal_list(build_book(reversed(paths)))
+
+    assert forward == backward == goals()
+    assert [g.item for g in forward] == sorted(g.item for g in forward)
+
+
+def test_test_split_covers_depths_and_never_shares_a_goal_with_train():
+    env = make_env("textcraft")
+    listed = goals()
+    test, train = env.task_ids("test"), env.task_ids("train")
+
+    depths = Counter(listed[int(i) // 10].depth for i in test)
+    test_goals = {int(i) // 10 for i in test}
+    train_goals = {int(i) // 10 for i in train}
+
+    assert depths == {1: 30, 2: 31, 3: 31, 4: 8}
+    assert len(test_goals) == 100
+    assert not test_goals & train_goals
+    assert len(train) == 2 * len(train_goals) == 2 * (len(listed) - 100)
+
+
+def test_distractor_variants_change_only_the_distractors():
+    env = make_env("textcraft")
+    first = set(env.reset("1030").splitlines())
+    second = set(env.reset("1031").splitlines())
+    assert "craft 1 crafting table using 4 oak planks" in first & second
+    assert first != second
+    assert len(env.commands) <= 2 + 10
+
+
+def test_expert_solves_test_split_fast_and_replays():
+    env = make_env("textcraft")
+    ids = env.task_ids("test")
+
+    start = time.perf_counter()
+    played = [play_expert(env, i) for i in ids]
+    elapsed = time.perf_counter() - start
+
+    assert all(t.success and len(t.turns) <= 20 for t in played)
+    assert elapsed < 10
+    sample = played[-1]
+    again = replay(make_env("textcraft"), ids[-1], sample.actions)
+    assert [t.result for t in again.turns] == [t.result for t in sample.turns]
+
+
+def test_expert_recovers_from_a_detour():
+    env = make_env("textcraft")
+    env.reset(CRAFTING_TABLE)
+    env.step("get 5 oak log")
+    env.step("craft 4 oak planks using 1 oak log")
+
+    thought, action = env.expert_action()
+
+    assert action == "craft 1 crafting table using 4 oak planks"
+    assert "goal" in thought
+
+
+def test_unknown_task_and_step_before_reset():
+    env = make_env("textcraft")
+    with pytest.raises(EnvError, match="reset"):
+        env.step("inventory")
+    with pytest.raises(EnvError, match="no task"):
+        _ = env.goal
+    with pytest.raises(TaskError, match="no task with id '999999'"):
+        env.reset("999999")
+    with pytest.raises(TaskError, match="not an integer"):
+        env.reset("abc")
