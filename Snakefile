@@ -13,6 +13,8 @@ if not workflow.overwrite_configfiles:
 
 
 include: "rules/common.smk"
+include: "rules/data.smk"
+include: "rules/evaluate.smk"
 include: "rules/report.smk"
 
 

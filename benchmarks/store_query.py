@@ -111,6 +111,7 @@ def synthetic_shard(rng: np.random.Generator, n: int, env: str, rnd: int, method
         "reward": pa.array(success.astype(float)),
         "success": pa.array(success),
         "n_turns": pa.array(np.full(n, TURNS, dtype=np.int32)),
+        "n_invalid": pa.array(np.zeros(n, dtype=np.int32)),
         "n_tokens": pa.array(rng.integers(200, 2000, n)),
         "termination": pa.array(["done"] * n),
         "messages": messages,

@@ -8,7 +8,7 @@ rule resolved_config:
         f"{LOGS}/resolved_config.log",
     params:
         config=config,
-        config_hash=config_hash(config),
+        config_hash=CONFIG_HASH,
     localrule: True
     conda:
         ENV

@@ -27,6 +27,7 @@ def make_episode(i: int = 0, **overrides) -> Episode:
         reward=0.5 + i,
         success=i % 2 == 0,
         n_turns=3,
+        n_invalid=1,
         n_tokens=321 + i,
         termination="max_turns",
         messages=[

@@ -52,14 +52,35 @@ def test_hash_ignores_key_order():
             "key 'model.backend': expected one of 'hf', 'vllm', 'openai'",
         ),
         (
-            {"experiment": "x", "envs": ["maze", "chess"]},
-            "key 'envs.1': expected one of 'babyai'",
+            {"experiment": "x", "envs": {"chess": {}}},
+            "key 'envs.chess': 'chess' is not a built-in environment",
         ),
         (
-            {"experiment": "x", "envs": []},
-            "key 'envs': expected a list with at least 1 item(s)",
+            {"experiment": "x", "envs": {"maze": {"demos": -1}}},
+            "key 'envs.maze.demos': expected an integer >= 0",
         ),
-        ({"experiment": "x", "envs": ["maze", "maze"]}, "without duplicates"),
+        (
+            {"experiment": "x", "envs": {"maze": {"remote": {"url": "ftp://h"}}}},
+            "key 'envs.maze.remote.url': expected a string matching ^https?://",
+        ),
+        (
+            {
+                "experiment": "x",
+                "envs": {
+                    "sciworld": {"remote": {"url": "http://h", "protocol": "agentgym"}}
+                },
+            },
+            "key 'envs.sciworld.remote.test_ids': AgentGym servers do not list",
+        ),
+        (
+            {"experiment": "x", "envs": {"maze": {"demos_file": "/no/such.json"}}},
+            "key 'envs.maze.demos_file': no file at /no/such.json",
+        ),
+        ({"experiment": "x", "envs": {"Maze": {}}}, "key 'envs'"),
+        (
+            {"experiment": "x", "envs": {}},
+            "key 'envs': expected a mapping with at least 1 key(s)",
+        ),
         ({"experiment": "a/b"}, "key 'experiment': expected a string matching"),
         ({"seed": 1}, "missing required key 'experiment'"),
         (["experiment"], "expected a mapping of keys, got list"),

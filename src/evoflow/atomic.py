@@ -27,6 +27,12 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         if tmp.is_file():
             with open(tmp, "rb") as fh:
                 os.fsync(fh.fileno())
+        elif tmp.is_dir() and path.is_dir():  # a folder cannot replace a full folder
+            old = path.with_name(
+                f".{path.name}.old-{os.getpid()}-{secrets.token_hex(4)}"
+            )
+            os.replace(path, old)
+            shutil.rmtree(old, ignore_errors=True)
         os.replace(tmp, path)
     finally:
         if tmp.is_dir():

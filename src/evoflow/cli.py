@@ -151,6 +151,104 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- environments ------------------------------------------------------------
+
+
+def _splits_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("envs", nargs="*", help="environments (default: all)")
+    p.add_argument("--check", action="store_true", help="fail if a file would change")
+
+
+@command(
+    "make-splits",
+    "Write data/splits/<env>.json from each env's task rules.",
+    _splits_args,
+)
+def _make_splits(args: argparse.Namespace) -> int:
+    from evoflow.envs import REGISTRY
+    from evoflow.envs.splits import write_splits
+
+    stale = []
+    for name in args.envs or sorted(REGISTRY):
+        path, changed = write_splits(name, check=args.check)
+        if changed:
+            stale.append(str(path))
+        print(f"{name}: {path} {'differs' if changed and args.check else 'ok'}")
+    if args.check and stale:
+        raise EvoflowError(f"split files out of date: {', '.join(stale)}")
+    return 0
+
+
+def _serve_args(p: argparse.ArgumentParser) -> None:
+    from evoflow.envs import REGISTRY
+
+    p.add_argument("env", choices=sorted(REGISTRY))
+    p.add_argument(
+        "--host", default="127.0.0.1", help="interface (default: localhost only)"
+    )
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument(
+        "--max-sessions", type=int, default=256, help="live sessions allowed"
+    )
+    p.add_argument(
+        "--idle-ttl",
+        type=float,
+        default=600.0,
+        help="seconds before an idle session closes",
+    )
+    p.add_argument(
+        "--max-body", type=int, default=64 * 1024, help="largest request body in bytes"
+    )
+
+
+@command(
+    "serve-env",
+    "Serve an environment over HTTP (evoflow and AgentGym routes).",
+    _serve_args,
+)
+def _serve_env(args: argparse.Namespace) -> int:
+    from evoflow.envs.server import serve
+
+    print(
+        f"serving {args.env} on http://{args.host}:{args.port} (Ctrl-C stops)",
+        flush=True,
+    )
+    serve(
+        args.env, args.host, args.port, args.max_sessions, args.idle_ttl, args.max_body
+    )
+    return 0
+
+
+def _serve_policy_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--model", default="smollm2-135m-instruct", help="alias, folder or hub id"
+    )
+    p.add_argument("--backend", choices=["hf", "vllm"], default="hf")
+    p.add_argument("--max-context", type=int, default=4096)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+
+
+@command(
+    "serve-policy",
+    "Serve a model behind a minimal OpenAI-compatible API.",
+    _serve_policy_args,
+)
+def _serve_policy(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from evoflow.policy import make_policy
+    from evoflow.policy.server import create_app
+
+    policy = make_policy(args.backend, args.model, max_context=args.max_context)
+    print(
+        f"serving {args.model} on http://{args.host}:{args.port}/v1 (Ctrl-C stops)",
+        flush=True,
+    )
+    uvicorn.run(create_app(policy), host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
 # --- entry point ---------------------------------------------------------------
 
 

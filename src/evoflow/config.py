@@ -74,7 +74,36 @@ def validate_config(config: Any, source: str = "config") -> dict[str, Any]:
     error = jsonschema.exceptions.best_match(validator.iter_errors(filled))
     if error is not None:
         raise ConfigError(f"{source}: {_describe(error)}")
+    _check_envs(filled, source)
     return filled
+
+
+def _check_envs(config: dict[str, Any], source: str) -> None:
+    """Rules across keys that a JSON schema cannot say clearly."""
+    from evoflow.envs import REGISTRY
+
+    for name, env in config["envs"].items():
+        remote = env["remote"]
+        if name not in REGISTRY and remote is None:
+            raise ConfigError(
+                f"{source}: key 'envs.{name}': '{name}' is not a built-in environment "
+                f"({', '.join(sorted(REGISTRY))}); give 'remote' to play it on a server"
+            )
+        if remote is not None and remote.get("protocol", "evoflow") == "agentgym":
+            if not remote.get("test_ids"):
+                raise ConfigError(
+                    f"{source}: key 'envs.{name}.remote.test_ids': AgentGym servers do "
+                    "not list their tasks; give the test task ids"
+                )
+        if name not in REGISTRY and env["demos"] and not env["demos_file"]:
+            raise ConfigError(
+                f"{source}: key 'envs.{name}.demos': a remote environment has no expert; "
+                "set demos: 0 or give demos_file (AgentTraj JSON)"
+            )
+        if env["demos_file"] and not Path(env["demos_file"]).is_file():
+            raise ConfigError(
+                f"{source}: key 'envs.{name}.demos_file': no file at {env['demos_file']}"
+            )
 
 
 def config_hash(config: dict[str, Any]) -> str:
@@ -152,6 +181,8 @@ def _expected(schema: dict[str, Any]) -> str:
         bounds.append(f"<= {schema['maximum']}")
     if "exclusiveMaximum" in schema:
         bounds.append(f"< {schema['exclusiveMaximum']}")
+    if "minProperties" in schema:
+        bounds.append(f"with at least {schema['minProperties']} key(s)")
     if "minItems" in schema:
         bounds.append(f"with at least {schema['minItems']} item(s)")
     if schema.get("uniqueItems"):

@@ -49,6 +49,7 @@ EPISODE_SCHEMA = pa.schema(
         pa.field("reward", pa.float64(), nullable=False),
         pa.field("success", pa.bool_(), nullable=False),
         pa.field("n_turns", pa.int32(), nullable=False),
+        pa.field("n_invalid", pa.int32(), nullable=False),
         pa.field("n_tokens", pa.int64(), nullable=False),
         pa.field("termination", pa.string(), nullable=False),
         pa.field("messages", pa.list_(MESSAGE_TYPE), nullable=False),
@@ -87,6 +88,7 @@ class Episode:
     reward: float = 0.0
     success: bool = False
     n_turns: int = 0
+    n_invalid: int = 0
     n_tokens: int = 0
     termination: str = "done"
     messages: list[Message] = field(default_factory=list)

@@ -1,0 +1,111 @@
+"""The policy interface: a batch of chats in, one completion per chat out.
+
+Backends (``hf``, ``vllm``, ``openai``) differ in where the model runs; rollouts
+and evaluation only see this interface.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+from evoflow.errors import EvoflowError
+
+Chat = list[dict[str, str]]
+FINISH_REASONS = ("stop", "length", "context")
+
+
+class PolicyError(EvoflowError):
+    """The model backend failed to produce completions."""
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to sample one reply.
+
+    ``temperature`` 0 means greedy. ``max_new_tokens`` and ``max_reply_bytes`` cap
+    every reply; a reply cut by either ends with finish reason ``length``.
+    """
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_new_tokens: int = 128
+    max_reply_bytes: int = 8_192
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One completion: text, token counts and why it ended.
+
+    ``finish`` is ``stop`` (end of turn), ``length`` (cap reached) or ``context``
+    (the prompt alone leaves no room in the context window; nothing generated).
+    """
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish: str = "stop"
+
+
+class Policy(ABC):
+    """Generates replies for batches of chats.
+
+    Attributes
+    ----------
+    model_id
+        what produced the replies (recorded in every episode).
+    max_context
+        prompt + reply token budget per call.
+    """
+
+    model_id: str
+    max_context: int
+
+    @abstractmethod
+    def generate(
+        self,
+        chats: list[Chat],
+        params: SamplingParams,
+        adapter: str | None = None,
+        seeds: list[int] | None = None,
+        keys: list[str] | None = None,
+    ) -> list[Generation]:
+        """One completion per chat.
+
+        Parameters
+        ----------
+        chats
+            conversations as ``{"role", "content"}`` dicts, the last one a user turn.
+        params
+            sampling settings shared by the batch.
+        adapter
+            path of a PEFT LoRA folder to apply, or None for the base model.
+        seeds
+            one seed per chat; with the same seed a chat gets the same reply
+            whatever else is in the batch.
+        keys
+            one stable id per chat (e.g. the episode id) so a backend can reuse
+            work across calls whose chats extend earlier ones.
+        """
+
+    def forget(self, keys: list[str]) -> None:  # noqa: B027 - optional hook
+        """Drop any state kept for ``keys`` (their episodes ended)."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release the model."""
+
+
+def truncate_reply(text: str, max_bytes: int) -> tuple[str, bool]:
+    """Cut ``text`` to at most ``max_bytes`` UTF-8 bytes; say whether it was cut."""
+    raw = text.encode("utf-8", errors="replace")
+    if len(raw) <= max_bytes:
+        return text, False
+    return raw[:max_bytes].decode("utf-8", errors="ignore"), True

@@ -1,0 +1,138 @@
+"""The ``vllm`` backend: vLLM's offline engine with a LoRARequest per request.
+
+Imported only when chosen (``pip install -e .[gpu]`` on a GPU node). Prefix
+caching is on, so the shared history of a multi-turn episode is not recomputed
+turn after turn; per-request seeds keep sampling reproducible.
+"""
+
+from __future__ import annotations
+
+from evoflow.policy.adapters import adapter_digest
+from evoflow.policy.base import (
+    Chat,
+    Generation,
+    Policy,
+    PolicyError,
+    SamplingParams,
+    truncate_reply,
+)
+from evoflow.policy.models import resolve_model
+
+
+class VLLMPolicy(Policy):
+    """Generate with an in-process vLLM engine.
+
+    Parameters
+    ----------
+    model
+        model name (see ``evoflow.policy.models``).
+    max_context
+        ``max_model_len`` of the engine.
+    max_lora_rank
+        largest LoRA rank that will be served.
+    gpu_memory_utilization, dtype
+        passed to ``vllm.LLM``.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        max_context: int = 4096,
+        max_lora_rank: int = 64,
+        gpu_memory_utilization: float = 0.85,
+        dtype: str = "auto",
+        batch_size: int | None = None,
+    ) -> None:
+        try:
+            from vllm import LLM
+        except ImportError as exc:
+            raise PolicyError(
+                "backend 'vllm' needs vLLM on a GPU machine: pip install -e '.[gpu]' "
+                f"({exc})"
+            ) from None
+        self.model_id = model
+        self.max_context = max_context
+        self._llm = LLM(
+            model=str(resolve_model(model)),
+            enable_lora=True,
+            max_lora_rank=max_lora_rank,
+            enable_prefix_caching=True,
+            max_model_len=max_context,
+            gpu_memory_utilization=gpu_memory_utilization,
+            dtype="bfloat16" if dtype == "auto" else dtype,
+            seed=0,
+        )
+        self._tokenizer = self._llm.get_tokenizer()
+        self._lora_ids: dict[str, int] = {}
+
+    def generate(
+        self,
+        chats: list[Chat],
+        params: SamplingParams,
+        adapter: str | None = None,
+        seeds: list[int] | None = None,
+        keys: list[str] | None = None,
+    ) -> list[Generation]:
+        from vllm import SamplingParams as VLLMSampling
+
+        seeds = seeds or [0] * len(chats)
+        prompts = [
+            self._tokenizer.apply_chat_template(
+                chat, add_generation_prompt=True, tokenize=True
+            )
+            for chat in chats
+        ]
+        prompts = [
+            list(p["input_ids"]) if hasattr(p, "keys") else list(p) for p in prompts
+        ]
+        results: list[Generation | None] = [None] * len(chats)
+        room = [
+            i
+            for i, p in enumerate(prompts)
+            if len(p) + params.max_new_tokens <= self.max_context
+        ]
+        for i in set(range(len(chats))) - set(room):
+            results[i] = Generation("", len(prompts[i]), 0, "context")
+        if room:
+            sampling = [
+                VLLMSampling(
+                    temperature=params.temperature,
+                    top_p=params.top_p,
+                    max_tokens=params.max_new_tokens,
+                    seed=int(seeds[i]) % (2**31),
+                )
+                for i in room
+            ]
+            try:
+                outputs = self._llm.generate(
+                    [{"prompt_token_ids": prompts[i]} for i in room],
+                    sampling_params=sampling,
+                    lora_request=self._lora(adapter),
+                    use_tqdm=False,
+                )
+            except Exception as exc:  # vLLM raises many types; report them uniformly
+                raise PolicyError(
+                    f"vllm backend ({self.model_id}) failed: {exc}"
+                ) from exc
+            for i, output in zip(room, outputs, strict=True):
+                completion = output.outputs[0]
+                text, cut = truncate_reply(completion.text, params.max_reply_bytes)
+                finish = (
+                    "length" if cut or completion.finish_reason == "length" else "stop"
+                )
+                results[i] = Generation(
+                    text, len(prompts[i]), len(completion.token_ids), finish
+                )
+        return results  # type: ignore[return-value]
+
+    def _lora(self, adapter: str | None):
+        if adapter is None:
+            return None
+        from vllm.lora.request import LoRARequest
+
+        digest = adapter_digest(adapter)
+        if digest not in self._lora_ids:
+            self._lora_ids[digest] = len(self._lora_ids) + 1
+        return LoRARequest(
+            f"evoflow-{digest[:12]}", self._lora_ids[digest], str(adapter)
+        )

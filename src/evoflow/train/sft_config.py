@@ -1,0 +1,69 @@
+"""Settings of LoRA supervised fine-tuning (defaults from Fed-SE)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class SFTConfig:
+    """How to fine-tune a LoRA adapter on episodes.
+
+    Defaults follow Fed-SE: r=8, α=16 on all linear layers, AdamW at 5e-5 with a
+    cosine schedule and no warm-up, 2 epochs, sequences up to 4096 tokens.
+    """
+
+    # Parameters that control the adapter
+    lora_r: int = field(default=8, metadata={"help": "LoRA rank."})
+    lora_alpha: int = field(default=16, metadata={"help": "LoRA scaling numerator."})
+    lora_dropout: float = field(
+        default=0.05, metadata={"help": "Dropout on the LoRA input."}
+    )
+    target_modules: str | list[str] = field(
+        default="all-linear", metadata={"help": "Modules wrapped by LoRA."}
+    )
+    # Parameters that control optimisation
+    learning_rate: float = field(
+        default=5e-5, metadata={"help": "Peak AdamW learning rate."}
+    )
+    epochs: float = field(default=2.0, metadata={"help": "Passes over the data."})
+    batch_size: int = field(default=4, metadata={"help": "Sequences per micro-batch."})
+    grad_accum: int = field(
+        default=1, metadata={"help": "Micro-batches per optimizer step."}
+    )
+    warmup_ratio: float = field(
+        default=0.0, metadata={"help": "Share of steps warming up."}
+    )
+    weight_decay: float = field(default=0.0, metadata={"help": "AdamW weight decay."})
+    max_grad_norm: float = field(
+        default=1.0, metadata={"help": "Gradient clipping norm."}
+    )
+    # Parameters that control the data
+    max_length: int = field(
+        default=4096,
+        metadata={
+            "help": "Longer episodes keep their opening and their latest whole turns."
+        },
+    )
+    seed: int = field(
+        default=0, metadata={"help": "Seeds LoRA init, dropout and order."}
+    )
+    gradient_checkpointing: bool = field(
+        default=False, metadata={"help": "Trade compute for memory."}
+    )
+
+    def __post_init__(self) -> None:
+        for name in ("lora_r", "lora_alpha", "batch_size", "grad_accum", "max_length"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.learning_rate <= 0:
+            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
+        if self.epochs <= 0:
+            raise ValueError(f"epochs must be > 0, got {self.epochs}")
+        if not 0 <= self.lora_dropout < 1:
+            raise ValueError(f"lora_dropout must be in [0, 1), got {self.lora_dropout}")
+        if not 0 <= self.warmup_ratio < 1:
+            raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)

@@ -1,0 +1,259 @@
+"""LoRA SFT on stored episodes: a compact loop instead of TRL's SFTTrainer.
+
+Why our own loop (benchmarks/sft_throughput.py measures it against SFTTrainer on
+the same data): the loss is computed only at labelled positions (the LM head —
+a 49k × d matrix for SmolLM2 — runs on assistant tokens instead of every token),
+batches are formed from length-sorted episodes so little padding is processed,
+and the labels are exactly the assistant turns of our multi-turn chats.
+
+Gradient accumulation averages over all labelled tokens of an optimizer step, so
+the loss does not depend on how a step is split into micro-batches.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from evoflow.atomic import atomic_path
+from evoflow.policy.models import resolve_model
+from evoflow.seeding import py_random
+from evoflow.train.sft_config import SFTConfig
+from evoflow.train.sft_data import IGNORE, Example, encode_within
+
+log = logging.getLogger(__name__)
+METADATA = "training.json"
+
+
+def train_sft(
+    chats: list[list[dict]],
+    model: str,
+    output: str | Path,
+    config: SFTConfig,
+    init_adapter: str | Path | None = None,
+    loss_log: str | Path | None = None,
+    metadata: dict | None = None,
+    progress: bool = True,
+) -> dict:
+    """Fine-tune a LoRA adapter on ``chats`` and write a PEFT folder to ``output``.
+
+    Parameters
+    ----------
+    chats
+        conversations as ``{"role", "content", "loss"}`` dicts; assistant turns
+        are learned unless ``loss`` is False.
+    model
+        base model name (see ``evoflow.policy.models``).
+    init_adapter
+        start from this adapter's weights (e.g. the global one) instead of a
+        fresh LoRA; its rank and alpha must match ``config``.
+    loss_log
+        JSON-lines file receiving one record per optimizer step.
+    metadata
+        extra fields for ``training.json`` (e.g. the buffer manifest's sha256).
+
+    Returns
+    -------
+    dict
+        the training summary also written to ``<output>/training.json``.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    started = time.perf_counter()
+    torch.manual_seed(config.seed)
+    path = resolve_model(model)
+    cuda = torch.cuda.is_available()
+    dtype = torch.bfloat16 if cuda else torch.float32
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    base = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+    if cuda:
+        base = base.to("cuda")
+    peft_model = _with_lora(base, config, init_adapter)
+
+    examples, cut, dropped = _encode_all(tokenizer, chats, config.max_length)
+    if cut or dropped:
+        log.info(
+            "train: %d episodes cut to %d tokens, %d too long to keep",
+            cut,
+            config.max_length,
+            dropped,
+        )
+    steps, curve, tokens = _optimise(
+        peft_model, examples, config, tokenizer.pad_token_id or 0, loss_log, progress
+    )
+
+    summary = {
+        "model": model,
+        "init_adapter": str(init_adapter) if init_adapter else None,
+        "episodes": len(chats),
+        "examples": len(examples),
+        "episodes_cut": cut,
+        "episodes_dropped": dropped,
+        "trained_tokens": tokens,
+        "optimizer_steps": steps,
+        "loss_curve": curve,
+        "final_loss": curve[-1] if curve else None,
+        "seconds": round(time.perf_counter() - started, 2),
+        "config": config.to_dict(),
+        **(metadata or {}),
+    }
+    with atomic_path(output) as tmp:
+        peft_model.save_pretrained(tmp)
+        _portable_config(tmp, model)
+        (tmp / METADATA).write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def _with_lora(base, config: SFTConfig, init_adapter):
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    if init_adapter is not None:
+        model = PeftModel.from_pretrained(base, str(init_adapter), is_trainable=True)
+        loaded = model.peft_config["default"]
+        if (loaded.r, loaded.lora_alpha) != (config.lora_r, config.lora_alpha):
+            raise ValueError(
+                f"{init_adapter}: adapter has r={loaded.r}, alpha={loaded.lora_alpha} but "
+                f"training asks for r={config.lora_r}, alpha={config.lora_alpha}"
+            )
+        return model
+    lora = LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules=config.target_modules,
+        task_type="CAUSAL_LM",
+    )
+    return get_peft_model(base, lora)
+
+
+def _encode_all(tokenizer, chats, max_length: int) -> tuple[list[Example], int, int]:
+    examples, cut, dropped = [], 0, 0
+    for chat in chats:
+        example = encode_within(tokenizer, chat, max_length)
+        if example is None:
+            dropped += 1
+        elif example.trained_tokens:
+            cut += example.cut_turns > 0
+            examples.append(example)
+    return examples, cut, dropped
+
+
+def _batches(
+    examples: list[Example], config: SFTConfig, epoch: int
+) -> list[list[Example]]:
+    """Length-sorted micro-batches, in a seeded random order per epoch."""
+    order = sorted(range(len(examples)), key=lambda i: (len(examples[i].input_ids), i))
+    batches = [
+        [examples[i] for i in order[k : k + config.batch_size]]
+        for k in range(0, len(order), config.batch_size)
+    ]
+    py_random(config.seed, "sft-order", epoch).shuffle(batches)
+    return batches
+
+
+def _optimise(
+    model, examples, config: SFTConfig, pad_id: int, loss_log, progress: bool
+):
+    from transformers import get_cosine_schedule_with_warmup
+
+    if not examples:
+        log.warning(
+            "train: no trainable examples; the adapter keeps its starting weights"
+        )
+        return 0, [], 0
+    full_epochs = math.ceil(config.epochs)
+    per_epoch = [_batches(examples, config, e) for e in range(full_epochs)]
+    if config.epochs < full_epochs:  # a fractional last epoch
+        keep = max(1, round(len(per_epoch[-1]) * (config.epochs - full_epochs + 1)))
+        per_epoch[-1] = per_epoch[-1][:keep]
+    micro = [b for epoch in per_epoch for b in epoch]
+    groups = [
+        micro[k : k + config.grad_accum]
+        for k in range(0, len(micro), config.grad_accum)
+    ]
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(
+        params, lr=config.learning_rate, weight_decay=config.weight_decay
+    )
+    schedule = get_cosine_schedule_with_warmup(
+        optimizer, int(config.warmup_ratio * len(groups)), len(groups)
+    )
+    if config.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+        model.enable_input_require_grads()
+    model.train()
+    device = next(model.parameters()).device
+    curve, trained = [], 0
+    sink = open(loss_log, "a") if loss_log else None
+    bar = tqdm(
+        groups, desc="sft", unit="step", disable=not progress, dynamic_ncols=True
+    )
+    try:
+        for step, group in enumerate(bar, start=1):
+            labelled = sum(e.trained_tokens for batch in group for e in batch)
+            total = 0.0
+            for batch in group:
+                loss = _batch_loss(model, batch, pad_id, device) / labelled
+                loss.backward()
+                total += loss.item()
+            torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
+            optimizer.step()
+            schedule.step()
+            optimizer.zero_grad(set_to_none=True)
+            trained += labelled
+            curve.append(round(total, 6))
+            bar.set_postfix(loss=f"{total:.3f}")
+            if sink:
+                sink.write(json.dumps({"step": step, "loss": total, "lr": schedule.get_last_lr()[0],
+                                       "tokens": labelled}) + "\n")  # fmt: skip
+                sink.flush()
+    finally:
+        if sink:
+            sink.close()
+    model.eval()
+    return len(groups), curve, trained
+
+
+def _batch_loss(model, batch: list[Example], pad_id: int, device) -> torch.Tensor:
+    """Summed cross-entropy over labelled positions; the LM head sees only those."""
+    width = max(len(e.input_ids) for e in batch)
+    ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
+    labels = torch.full((len(batch), width), IGNORE, dtype=torch.long)
+    mask = torch.zeros((len(batch), width), dtype=torch.long)
+    for row, example in enumerate(batch):
+        n = len(example.input_ids)
+        ids[row, :n] = torch.tensor(example.input_ids)
+        labels[row, :n] = torch.tensor(example.labels)
+        mask[row, :n] = 1
+    ids, labels, mask = ids.to(device), labels.to(device), mask.to(device)
+    inner = model.get_base_model()
+    with torch.autocast(
+        device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"
+    ):
+        hidden = inner.get_decoder()(
+            input_ids=ids, attention_mask=mask
+        ).last_hidden_state
+        targets = labels[:, 1:]
+        chosen = targets != IGNORE
+        logits = inner.get_output_embeddings()(hidden[:, :-1][chosen])
+    return torch.nn.functional.cross_entropy(
+        logits.float(), targets[chosen], reduction="sum"
+    )
+
+
+def _portable_config(folder: Path, model: str) -> None:
+    """Name the base model as the config does (alias/hub id, not a cache path) and
+    list target modules by their short names, the form vLLM's LoRA loader expects."""
+    config_path = folder / "adapter_config.json"
+    config = json.loads(config_path.read_text())
+    config["base_model_name_or_path"] = model
+    targets = config.get("target_modules")
+    if isinstance(targets, list):
+        config["target_modules"] = sorted({t.rsplit(".", 1)[-1] for t in targets})
+    config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")

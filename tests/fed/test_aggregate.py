@@ -1,0 +1,119 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from evoflow.fed import aggregate_adapters, mean, weighted_mean
+from evoflow.fed.adapters import AdapterMismatch
+from evoflow.fed.comm import DecoderShape, lora_parameters, round_traffic
+
+CONFIG = {"peft_type": "LORA", "r": 2, "lora_alpha": 4, "target_modules": ["q_proj", "v_proj"],
+          "base_model_name_or_path": "tiny-random-llama", "task_type": "CAUSAL_LM"}  # fmt: skip
+
+
+def write_adapter(folder, scale: float, **config_changes):
+    folder.mkdir(parents=True)
+    config = {**CONFIG, **config_changes}
+    (folder / "adapter_config.json").write_text(json.dumps(config))
+    r = config["r"]
+    tensors = {
+        "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight": torch.full(
+            (r, 8), scale
+        ),
+        "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight": torch.full(
+            (8, r), -scale
+        ),
+    }
+    save_file(tensors, folder / "adapter_model.safetensors")
+    return folder
+
+
+def test_mean_and_weighted_mean_by_hand():
+    a = {"w": torch.tensor([1.0, 2.0]), "b": torch.tensor([[0.0, 4.0]])}
+    b = {"w": torch.tensor([3.0, 6.0]), "b": torch.tensor([[2.0, 0.0]])}
+    assert torch.equal(mean([a, b])["w"], torch.tensor([2.0, 4.0]))
+    assert torch.equal(mean([a, b])["b"], torch.tensor([[1.0, 2.0]]))
+    weighted = weighted_mean([a, b], [1, 3])  # 0.25·a + 0.75·b
+    assert torch.equal(weighted["w"], torch.tensor([2.5, 5.0]))
+    assert torch.equal(weighted["b"], torch.tensor([[1.5, 1.0]]))
+    with pytest.raises(ValueError, match="sum to 0"):
+        weighted_mean([a, b], [0, 0])
+
+
+def test_aggregate_writes_the_mean_adapter_and_comm(tmp_path):
+    # Prepare
+    clients = [write_adapter(tmp_path / f"c{k}", scale=k + 1.0) for k in range(3)]
+
+    # Execute
+    first = aggregate_adapters(
+        clients, tmp_path / "g1", tmp_path / "comm1.json", round=1
+    )
+    second = aggregate_adapters(clients, tmp_path / "g2", tmp_path / "comm2.json", round=2,
+                                previous_comm=tmp_path / "comm1.json")  # fmt: skip
+
+    # Assert
+    merged = load_file(tmp_path / "g1" / "adapter_model.safetensors")
+    a_name = "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight"
+    assert torch.allclose(merged[a_name], torch.full((2, 8), 2.0))
+    params = 2 * 8 + 8 * 2
+    assert first["parameters_per_adapter"] == params
+    assert first["per_client"]["up_bytes"] == {"fp32": 4 * params, "bf16": 2 * params}
+    assert first["round_bytes"]["fp32"] == 2 * 3 * 4 * params
+    assert second["cumulative_bytes"]["fp32"] == 2 * first["round_bytes"]["fp32"]
+    assert json.loads((tmp_path / "comm2.json").read_text())["round"] == 2
+
+
+def test_weighted_aggregation(tmp_path):
+    clients = [write_adapter(tmp_path / f"c{k}", scale=float(k)) for k in range(2)]
+    aggregate_adapters(
+        clients,
+        tmp_path / "g",
+        tmp_path / "c.json",
+        strategy="weighted",
+        weights=[1, 3],
+    )
+    merged = load_file(tmp_path / "g" / "adapter_model.safetensors")
+    assert torch.allclose(next(iter(merged.values())), torch.full((2, 8), 0.75))
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"r": 4}, "r is 4 but"),
+        ({"target_modules": ["q_proj"]}, "target_modules"),
+        ({"base_model_name_or_path": "other"}, "base_model_name_or_path"),
+    ],
+)
+def test_mismatched_adapters_are_refused(tmp_path, change, message):
+    good = write_adapter(tmp_path / "good", 1.0)
+    bad = write_adapter(tmp_path / "bad", 1.0, **change)
+    with pytest.raises(AdapterMismatch, match=message):
+        aggregate_adapters([good, bad], tmp_path / "g", tmp_path / "c.json")
+    assert not (tmp_path / "g").exists()
+
+
+def test_a_trajectory_path_cannot_be_aggregated(tmp_path):
+    shard = tmp_path / "explore.parquet"
+    shard.write_bytes(b"PAR1")
+    with pytest.raises(FileNotFoundError, match="not a PEFT adapter folder"):
+        aggregate_adapters([shard], tmp_path / "g", tmp_path / "c.json")
+
+
+def test_paper_communication_figures():
+    llama2 = DecoderShape(
+        hidden=4096, intermediate=11008, layers=32, heads=32, kv_heads=32
+    )
+    qwen25 = DecoderShape(
+        hidden=3584, intermediate=18944, layers=28, heads=28, kv_heads=4
+    )
+    assert lora_parameters(llama2, 8) == 19_988_480
+    traffic = round_traffic(lora_parameters(llama2, 8), clients=5)
+    assert traffic["per_client"]["up_mib"]["fp32"] == 76.25
+    assert traffic["per_client"]["up_mib"]["bf16"] == 38.125
+    assert [
+        round(lora_parameters(llama2, r) * 4 / 2**20, 1) for r in (2, 4, 8, 16)
+    ] == [19.1, 38.1, 76.2, 152.5]
+    assert lora_parameters(qwen25, 8) == 20_185_088

@@ -1,0 +1,105 @@
+from __future__ import annotations
+
+import pytest
+import torch
+from peft import LoraConfig, get_peft_model
+
+from evoflow.policy.base import SamplingParams
+
+GREEDY = SamplingParams(temperature=0.0, max_new_tokens=8)
+SAMPLED = SamplingParams(temperature=2.0, max_new_tokens=8)  # diverse on the tiny model
+
+
+def chats(n: int = 3):
+    return [
+        [
+            {"role": "system", "content": "Rules."},
+            {"role": "user", "content": f"Task number {i}. " * (i + 1)},
+        ]
+        for i in range(n)
+    ]
+
+
+def texts(generations):
+    return [g.text for g in generations]
+
+
+def test_batched_equals_one_by_one(tiny):
+    batch = tiny.generate(chats(), SAMPLED, seeds=[1, 2, 3])
+    alone = [
+        tiny.generate([c], SAMPLED, seeds=[s])[0]
+        for c, s in zip(chats(), [1, 2, 3], strict=True)
+    ]
+    assert texts(batch) == texts(alone)
+    assert [g.prompt_tokens for g in batch] == [len(tiny.encode(c)) for c in chats()]
+
+
+def test_same_seed_same_sample_and_seeds_matter(tiny):
+    a = tiny.generate(chats(), SAMPLED, seeds=[5, 6, 7])
+    b = tiny.generate(chats(), SAMPLED, seeds=[5, 6, 7])
+    c = tiny.generate(chats(), SAMPLED, seeds=[8, 9, 10])
+    assert texts(a) == texts(b)
+    assert texts(a) != texts(c)
+
+
+def test_kv_reuse_across_turns_gives_the_same_replies(tiny):
+    # Prepare: three turns of three episodes, with and without the per-episode cache
+    keys = ["e0", "e1", "e2"]
+    with_cache, without = chats(), chats()
+    outputs_cached, outputs_plain = [], []
+
+    # Execute
+    for turn in range(3):
+        seeds = [100 * turn + i for i in range(3)]
+        a = tiny.generate(with_cache, SAMPLED, seeds=seeds, keys=keys)
+        b = tiny.generate(without, SAMPLED, seeds=seeds)
+        outputs_cached.append(texts(a))
+        outputs_plain.append(texts(b))
+        for chat, reply in zip(with_cache, a, strict=True):
+            chat += [
+                {"role": "assistant", "content": reply.text},
+                {"role": "user", "content": f"obs {turn}"},
+            ]
+        for chat, reply in zip(without, b, strict=True):
+            chat += [
+                {"role": "assistant", "content": reply.text},
+                {"role": "user", "content": f"obs {turn}"},
+            ]
+
+    # Assert
+    assert outputs_cached == outputs_plain
+    assert {k for k, _ in tiny._cache} == set(keys)
+    tiny.forget(keys)
+    assert not tiny._cache
+
+
+def test_prompt_that_does_not_fit_is_reported(tiny):
+    long_chat = [{"role": "user", "content": "word " * 2000}]
+    out = tiny.generate([long_chat, chats(1)[0]], GREEDY)
+    assert out[0].finish == "context" and out[0].completion_tokens == 0
+    assert out[1].finish in ("stop", "length")
+
+
+@pytest.fixture(scope="module")
+def adapter_dir(tmp_path_factory, tiny):
+    folder = tmp_path_factory.mktemp("adapter")
+    torch.manual_seed(0)
+    config = LoraConfig(
+        r=4, lora_alpha=8, target_modules="all-linear", init_lora_weights=False
+    )
+    peft_model = get_peft_model(type(tiny.base)(tiny.base.config), config)
+    with torch.no_grad():
+        for name, param in peft_model.named_parameters():
+            if "lora_" in name:
+                param.normal_(0, 0.5)
+    peft_model.save_pretrained(folder)
+    return str(folder)
+
+
+def test_adapter_changes_outputs_and_can_be_switched_off(tiny, adapter_dir):
+    base = texts(tiny.generate(chats(), GREEDY))
+    adapted = texts(tiny.generate(chats(), GREEDY, adapter=adapter_dir))
+    again = texts(tiny.generate(chats(), GREEDY))
+    assert adapted != base
+    assert again == base
+    assert texts(tiny.generate(chats(), GREEDY, adapter=adapter_dir)) == adapted
