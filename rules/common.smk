@@ -1,5 +1,9 @@
-# Config validation (before any job runs), shared paths and target lists.
+# Config validation (before any job runs), paths, and the input functions that
+# wire each method's steps together. Rules in the other files stay declarative.
+import re
+
 from evoflow.config import config_hash, validate_config
+from evoflow.methods import methods_from_config
 
 # Fill defaults in place so every rule sees the same resolved config; a wrong
 # key, type or value stops the workflow here with a message naming the key.
@@ -8,9 +12,16 @@ config.clear()
 config.update(_resolved)
 
 EXP = config["experiment"]
-CONFIG_HASH = config_hash(config)
 RESULTS = f"results/{EXP}"
 LOGS = f"logs/{EXP}"
+REPORTS = f"reports/{EXP}"
+CONFIG_HASH = config_hash(config)
+ENVS = list(config["envs"])
+METHODS = methods_from_config(config)
+
+# Every rule runs in the one pinned environment (workflow/envs/evoflow.yaml,
+# the same file as environment.yml) with evoflow installed from this checkout.
+ENV = "../workflow/envs/evoflow.yaml"
 
 
 wildcard_constraints:
@@ -19,38 +30,107 @@ wildcard_constraints:
     env="[a-z][a-z0-9_]*",
 
 
-def runtime_settings(env):
-    """What a model job needs from the config: model, sampling and this env only.
+def methods_where(test):
+    """Regex matching the configured method names whose kind passes ``test``."""
+    names = [re.escape(name) for name, m in METHODS.items() if test(m.kind)]
+    return "|".join(names) if names else "(?!)"
 
-    Used as rule params, so editing another env or method does not rerun it.
+
+def method_of(wildcards):
+    return METHODS[wildcards.method]
+
+
+# --- paths -----------------------------------------------------------------
+
+
+def client_path(method, round, env, leaf):
+    return f"{RESULTS}/{method}/round={round}/client={env}/{leaf}"
+
+
+def global_adapter(method, round):
+    return f"{RESULTS}/{method}/round={round}/global/adapter"
+
+
+def expert_manifest(env):
+    return f"{RESULTS}/expert/env={env}/manifest.json"
+
+
+POOLED_MANIFEST = f"{RESULTS}/expert/manifest.json"
+
+
+def eval_files(method, round, leaf):
+    return [f"{RESULTS}/{method}/round={round}/eval/env={env}/{leaf}" for env in ENVS]
+
+
+# --- input functions ---------------------------------------------------------
+
+
+def runtime_settings(envs):
+    """What a model job needs from the config: model, sampling and its envs.
+
+    Used as rule params, so editing an unrelated env or method reruns nothing.
     """
     return {
         "experiment": EXP,
         "seed": config["seed"],
         "model": config["model"],
         "generation": config["generation"],
-        "envs": {env: config["envs"][env]},
+        "envs": {env: config["envs"][env] for env in envs},
     }
 
 
-def eval_adapter(wildcards):
-    """The adapter a (method, round) is evaluated with; none for the base model."""
-    return []
+def start_adapter(wildcards):
+    """Round t starts from the global adapter of round t-1 (round 1: base model)."""
+    round = int(wildcards.round)
+    if round <= 1 or not method_of(wildcards).kind.federated:
+        return []
+    return global_adapter(wildcards.method, round - 1)
 
 
-def eval_outputs(method, round):
-    return [
-        f"{RESULTS}/{method}/round={round}/eval/env={env}/metrics.json"
-        for env in config["envs"]
-    ]
+def train_manifest(wildcards):
+    """The buffer a client trains on: its round's buffer, or its expert demos."""
+    if method_of(wildcards).kind.explores:
+        return client_path(wildcards.method, wildcards.round, wildcards.env, "buffer.json")
+    return expert_manifest(wildcards.env)
+
+
+def previous_buffer(wildcards):
+    round = int(wildcards.round)
+    if round <= 1 or not method_of(wildcards).kind.history:
+        return []
+    return client_path(wildcards.method, round - 1, wildcards.env, "buffer.json")
+
+
+def client_adapters(wildcards):
+    return [client_path(wildcards.method, wildcards.round, env, "adapter") for env in ENVS]
+
+
+def previous_comm(wildcards):
+    round = int(wildcards.round)
+    if round <= 1:
+        return []
+    return f"{RESULTS}/{wildcards.method}/round={round - 1}/global/comm.json"
+
+
+def eval_adapters(wildcards):
+    """Adapters a (method, round) is evaluated with, keyed by env."""
+    kind = method_of(wildcards).kind
+    if not kind.trains:
+        return {}
+    if kind.per_env:
+        return {env: client_path(wildcards.method, 1, env, "adapter") for env in ENVS}
+    return {"global": global_adapter(wildcards.method, wildcards.round)}
+
+
+# --- targets -----------------------------------------------------------------
+
+
+def method_evaluations(name):
+    method = METHODS[name]
+    return [f for r in method.eval_rounds for f in eval_files(name, r, "metrics.json")]
 
 
 def final_outputs():
     """Everything `rule all` asks for in the configured experiment."""
-    demos = [f"{RESULTS}/expert/env={env}/demos.parquet" for env in config["envs"]]
-    return [f"{RESULTS}/config.json", *demos, *eval_outputs("pretrained", 0)]
-
-
-# Every rule runs in the one pinned environment (workflow/envs/evoflow.yaml,
-# the same file as environment.yml) with evoflow installed from this checkout.
-ENV = "../workflow/envs/evoflow.yaml"
+    evaluations = [f for name in METHODS for f in method_evaluations(name)]
+    return [f"{RESULTS}/config.json", *evaluations]

@@ -1,4 +1,4 @@
-# Data: expert demonstrations (the seed buffer of every method).
+# Data: expert demonstrations (the seed buffer of every method) and manifests.
 
 
 rule expert_demos:
@@ -15,3 +15,31 @@ rule expert_demos:
         ENV
     script:
         "../scripts/expert_demos.py"
+
+
+rule expert_manifest:
+    input:
+        f"{RESULTS}/expert/env={{env}}/demos.parquet",
+    output:
+        f"{RESULTS}/expert/env={{env}}/manifest.json",
+    log:
+        f"{LOGS}/expert/{{env}}.manifest.log",
+    localrule: True
+    conda:
+        ENV
+    script:
+        "../scripts/manifest.py"
+
+
+rule pooled_manifest:
+    input:
+        expand(f"{RESULTS}/expert/env={{env}}/demos.parquet", env=ENVS),
+    output:
+        POOLED_MANIFEST,
+    log:
+        f"{LOGS}/expert/pooled.manifest.log",
+    localrule: True
+    conda:
+        ENV
+    script:
+        "../scripts/manifest.py"

@@ -1,17 +1,20 @@
-# Evaluation: greedy rollouts of a (method, round) on every env's test split.
+# Evaluation: greedy rollouts of a (method, round) on every env's test tasks,
+# all envs in one job so the model loads once and decoding is shared.
 
 
 rule evaluate:
     input:
-        adapter=eval_adapter,
+        unpack(eval_adapters),
     output:
-        episodes=f"{RESULTS}/{{method}}/round={{round}}/eval/env={{env}}/episodes.parquet",
-        metrics=f"{RESULTS}/{{method}}/round={{round}}/eval/env={{env}}/metrics.json",
+        episodes=eval_files("{method}", "{round}", "episodes.parquet"),
+        metrics=eval_files("{method}", "{round}", "metrics.json"),
     log:
-        f"{LOGS}/{{method}}/round={{round}}/eval/{{env}}.log",
+        f"{LOGS}/{{method}}/round={{round}}/evaluate.log",
     params:
-        settings=lambda wc: runtime_settings(wc.env),
+        settings=runtime_settings(ENVS),
         config_hash=CONFIG_HASH,
+        envs=ENVS,
+    threads: 1
     conda:
         ENV
     script:

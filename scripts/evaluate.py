@@ -1,4 +1,4 @@
-"""Evaluate one (method, round) greedily on one environment's test tasks."""
+"""Evaluate one (method, round) greedily on every environment's test tasks."""
 
 import logging
 import sys
@@ -7,15 +7,25 @@ from evoflow.evaluate.run import run_evaluation
 
 sys.stderr = open(snakemake.log[0], "w")
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)
-adapter = snakemake.input.get("adapter")
+envs = snakemake.params.envs
+if "global" in snakemake.input.keys():
+    adapters = {env: str(snakemake.input["global"]) for env in envs}
+else:
+    adapters = {
+        env: str(snakemake.input[env]) if env in snakemake.input.keys() else None
+        for env in envs
+    }
 run_evaluation(
     snakemake.params.settings,
     snakemake.params.config_hash,
-    env_name=snakemake.wildcards.env,
     method=snakemake.wildcards.method,
     round=int(snakemake.wildcards.round),
-    adapter=str(adapter) if adapter else None,
-    episodes_path=snakemake.output.episodes,
-    metrics_path=snakemake.output.metrics,
+    adapters=adapters,
+    outputs={
+        env: (e, m)
+        for env, e, m in zip(
+            envs, snakemake.output.episodes, snakemake.output.metrics, strict=True
+        )
+    },
     threads=snakemake.threads,
 )

@@ -15,7 +15,6 @@ info = write_demos(
     experiment=snakemake.params.experiment,
     seed=snakemake.params.seed,
     config_hash=snakemake.params.config_hash,
-    max_turns=env["max_turns"],
     demos_file=env["demos_file"],
 )
 print(f"{info.rows} demonstrations -> {info.path}", file=sys.stderr)

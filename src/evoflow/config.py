@@ -75,6 +75,7 @@ def validate_config(config: Any, source: str = "config") -> dict[str, Any]:
     if error is not None:
         raise ConfigError(f"{source}: {_describe(error)}")
     _check_envs(filled, source)
+    _check_methods(filled, source)
     return filled
 
 
@@ -103,6 +104,18 @@ def _check_envs(config: dict[str, Any], source: str) -> None:
         if env["demos_file"] and not Path(env["demos_file"]).is_file():
             raise ConfigError(
                 f"{source}: key 'envs.{name}.demos_file': no file at {env['demos_file']}"
+            )
+
+
+def _check_methods(config: dict[str, Any], source: str) -> None:
+    from evoflow.methods import KINDS
+
+    for name, method in config["methods"].items():
+        kind = method.get("kind") or name
+        if kind not in KINDS:
+            raise ConfigError(
+                f"{source}: key 'methods.{name}': '{name}' is not a method kind "
+                f"({', '.join(KINDS)}); add 'kind: <one of them>'"
             )
 
 

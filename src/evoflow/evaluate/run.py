@@ -1,8 +1,14 @@
-"""Run a policy greedily on an environment's test tasks and store the result."""
+"""Run a policy greedily on test tasks of every environment and store the results.
+
+All environments of a (method, round) are evaluated in one batch: the model is
+loaded once and decoding steps are shared by every live episode (episodes with
+different adapters — the Local baseline — form separate generation groups).
+"""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,7 +17,7 @@ from evoflow.envs import env_factory, split_ids
 from evoflow.evaluate.metrics import episode_metrics
 from evoflow.policy.adapters import adapter_digest
 from evoflow.policy.base import Policy
-from evoflow.rollout.engine import RolloutSpec, rollout
+from evoflow.rollout.engine import Job, RolloutSpec, play
 from evoflow.seeding import choose
 from evoflow.store import Episode, ShardMeta, write_shard
 
@@ -25,69 +31,83 @@ def eval_tasks(
     return choose(split_ids(env_name, "test", remote), count, seed, "test", env_name)
 
 
-def evaluate_env(
+def evaluate_envs(
     policy: Policy,
-    env_name: str,
-    spec: RolloutSpec,
-    count: int | None = None,
-    remote: dict | None = None,
-) -> tuple[list[Episode], dict]:
-    """Greedy episodes on ``count`` test tasks (all when None) and their metrics."""
-    tasks = eval_tasks(env_name, count, spec.seed, remote)
-    digest = adapter_digest(spec.adapter) if spec.adapter else None
-    spec = replace(spec, split="test", source="eval", adapter_sha256=digest,
-                   sampling=replace(spec.sampling, temperature=0.0))  # fmt: skip
-    episodes = rollout(policy, env_factory(env_name, remote), tasks, spec)
-    metrics = {"env": env_name, "method": spec.method, "round": spec.round,
-               "adapter_sha256": digest, **episode_metrics(episodes)}  # fmt: skip
-    log.info("evaluate %s %s round %d: success %.3f over %d episodes", env_name,
-             spec.method, spec.round, metrics["success_rate"], len(episodes))  # fmt: skip
-    return episodes, metrics
-
-
-def write_evaluation(
-    episodes_path: str | Path,
-    metrics_path: str | Path,
-    episodes: list[Episode],
-    metrics: dict,
-    meta: ShardMeta,
-) -> None:
-    """Store evaluated episodes as a shard and the metrics as JSON."""
-    write_shard(episodes_path, episodes, meta)
-    write_json(metrics_path, metrics)
+    specs: Mapping[str, RolloutSpec],
+    counts: Mapping[str, int | None],
+    remotes: Mapping[str, dict | None],
+    width: int = 16,
+) -> dict[str, tuple[list[Episode], dict]]:
+    """Greedy episodes and metrics per environment (``specs`` keyed by env)."""
+    jobs, factories = [], {}
+    for env_name, spec in specs.items():
+        digest = adapter_digest(spec.adapter) if spec.adapter else None
+        spec = replace(spec, split="test", source="eval", adapter_sha256=digest,
+                       sampling=replace(spec.sampling, temperature=0.0))  # fmt: skip
+        factories[env_name] = env_factory(env_name, remotes.get(env_name))
+        tasks = eval_tasks(
+            env_name, counts.get(env_name), spec.seed, remotes.get(env_name)
+        )
+        jobs += [Job(env_name, task, 0, spec) for task in tasks]
+    episodes = play(policy, factories, jobs, width)
+    results = {}
+    for env_name, spec in specs.items():
+        mine = [e for e in episodes if e.env == env_name]
+        digest = mine[0].adapter_sha256 if mine else None
+        metrics = {"env": env_name, "method": spec.method, "round": spec.round,
+                   "adapter_sha256": digest, **episode_metrics(mine)}  # fmt: skip
+        log.info("evaluate %s %s round %d: success %.3f over %d episodes", env_name,
+                 spec.method, spec.round, metrics["success_rate"], len(mine))  # fmt: skip
+        results[env_name] = (mine, metrics)
+    return results
 
 
 def run_evaluation(
     config: dict,
     config_hash: str,
-    env_name: str,
     method: str,
     round: int,
-    adapter: str | None,
-    episodes_path: str | Path,
-    metrics_path: str | Path,
+    adapters: Mapping[str, str | None],
+    outputs: Mapping[str, tuple[str | Path, str | Path]],
     threads: int = 1,
-) -> dict:
-    """Evaluate one (method, round) on one environment as the config says; store it.
+) -> dict[str, dict]:
+    """Evaluate a (method, round) on the environments of ``outputs``; store it.
 
-    ``config`` needs the keys experiment, seed, model, generation and
-    envs.<env_name>; ``config_hash`` is the whole experiment's (provenance).
+    ``adapters`` maps each environment to the adapter evaluated on it (None for
+    the base model); ``outputs`` maps it to (episodes shard, metrics JSON).
+    ``config`` needs experiment, seed, model, generation and those envs.
     """
     from evoflow.runtime import configure_threads, policy_from_config, rollout_spec
 
     configure_threads(threads)
+    envs = config["envs"]
+    specs = {
+        env: rollout_spec(
+            config,
+            env,
+            method=method,
+            round=round,
+            client=env,
+            split="test",
+            source="eval",
+            adapter=adapters.get(env),
+            temperature=0.0,
+        )  # fmt: skip
+        for env in outputs
+    }
     policy = policy_from_config(config)
-    env_cfg = config["envs"][env_name]
-    spec = rollout_spec(config, env_name, method=method, round=round, client=env_name,
-                        split="test", source="eval", adapter=adapter, temperature=0.0)  # fmt: skip
     try:
-        episodes, metrics = evaluate_env(
-            policy, env_name, spec, env_cfg["test"], env_cfg["remote"]
-        )
+        results = evaluate_envs(
+            policy, specs, {e: envs[e]["test"] for e in outputs},
+            {e: envs[e]["remote"] for e in outputs}, config["generation"]["width"],
+        )  # fmt: skip
     finally:
         policy.close()
-    meta = ShardMeta(experiment=config["experiment"], config_hash=config_hash,
-                     model_id=policy.model_id, seed=config["seed"],
-                     adapter_sha256=metrics["adapter_sha256"])  # fmt: skip
-    write_evaluation(episodes_path, metrics_path, episodes, metrics, meta)
-    return metrics
+    for env, (episodes, metrics) in results.items():
+        meta = ShardMeta(experiment=config["experiment"], config_hash=config_hash,
+                         model_id=policy.model_id, seed=config["seed"],
+                         adapter_sha256=metrics["adapter_sha256"])  # fmt: skip
+        episodes_path, metrics_path = outputs[env]
+        write_shard(episodes_path, episodes, meta)
+        write_json(metrics_path, metrics)
+    return {env: metrics for env, (_, metrics) in results.items()}

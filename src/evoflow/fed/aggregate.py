@@ -15,6 +15,26 @@ from evoflow.fed.strategies import STRATEGIES
 log = logging.getLogger(__name__)
 
 
+def client_weights(
+    client_folders: Sequence[str | Path], key: str = "buffer_successes"
+) -> list[float]:
+    """Per-client weights reported in each adapter's ``training.json``.
+
+    The default is the number of successful episodes the client trained on (the
+    Fed-SE "w/ Weighted Avg" ablation). A client reports a count, not data.
+    """
+    weights = []
+    for folder in client_folders:
+        path = Path(folder) / "training.json"
+        try:
+            weights.append(float(json.loads(path.read_text())[key]))
+        except (OSError, KeyError, ValueError) as exc:
+            raise ValueError(
+                f"{path}: no usable {key!r} for weighted aggregation ({exc})"
+            ) from None
+    return weights
+
+
 def aggregate_adapters(
     client_folders: Sequence[str | Path],
     output: str | Path,

@@ -29,6 +29,49 @@ from evoflow.policy.models import resolve_model
 log = logging.getLogger(__name__)
 
 
+def _growing_layer():
+    """A KV cache layer that appends into preallocated storage.
+
+    transformers' DynamicLayer concatenates the whole cache on every decoding
+    step, so a step costs a copy of everything cached so far; this layer doubles
+    its capacity when full, making appends amortised O(new tokens).
+    """
+    from transformers.cache_utils import DynamicLayer
+
+    class GrowingLayer(DynamicLayer):
+        def update(self, key_states, value_states, *args, **kwargs):
+            if not self.is_initialized:
+                self.lazy_initialization(key_states, value_states)
+                self._length = 0
+                self._key_buf = self._value_buf = None
+            needed = self._length + key_states.shape[-2]
+            if self._key_buf is None or needed > self._key_buf.shape[-2]:
+                capacity = max(
+                    needed,
+                    2 * (0 if self._key_buf is None else self._key_buf.shape[-2]),
+                    64,
+                )
+                shape = (*key_states.shape[:-2], capacity, key_states.shape[-1])
+                keys = key_states.new_empty(shape)
+                values = value_states.new_empty(
+                    (*value_states.shape[:-2], capacity, value_states.shape[-1])
+                )
+                if self._length:
+                    keys[..., : self._length, :] = self._key_buf[..., : self._length, :]
+                    values[..., : self._length, :] = self._value_buf[
+                        ..., : self._length, :
+                    ]
+                self._key_buf, self._value_buf = keys, values
+            self._key_buf[..., self._length : needed, :] = key_states
+            self._value_buf[..., self._length : needed, :] = value_states
+            self._length = needed
+            self.keys = self._key_buf[..., :needed, :]
+            self.values = self._value_buf[..., :needed, :]
+            return self.keys, self.values
+
+    return GrowingLayer
+
+
 @dataclass
 class _Cached:
     """Token ids of an episode so far and their keys/values, one pair per layer."""
@@ -186,7 +229,7 @@ class HFPolicy(Policy):
         seeds: list[int],
         cache_keys: list[tuple[str, str | None] | None],
     ) -> list[Generation]:
-        from transformers import DynamicCache
+        from transformers.cache_utils import Cache
 
         rows = len(prompts)
         reused = [
@@ -207,11 +250,10 @@ class HFPolicy(Policy):
             mask[r, past - n : past] = 1
             mask[r, past + width - len(tokens) :] = 1
             positions[r, width - len(tokens) :] = torch.arange(n, n + len(tokens))
-        cache = (
-            DynamicCache(ddp_cache_data=self._stack(reused, past))
-            if past
-            else DynamicCache()
-        )
+        cache = Cache(layer_class_to_replicate=_growing_layer())
+        if past:
+            for layer, (keys, values) in enumerate(self._stack(reused, past)):
+                cache.update(keys, values, layer)
 
         generators = [torch.Generator().manual_seed(int(s) % (2**63)) for s in seeds]
         generated: list[list[int]] = [[] for _ in range(rows)]

@@ -70,13 +70,22 @@ class RolloutSpec:
     sampling: SamplingParams = field(default_factory=SamplingParams)
 
 
+@dataclass(frozen=True)
+class Job:
+    """One episode to play: which env (a key of the factories), task, sample."""
+
+    env: str
+    task: str
+    sample: int
+    spec: RolloutSpec
+
+
 @dataclass
 class _Live:
     """An episode in progress."""
 
     episode_id: str
-    task_id: str
-    sample: int
+    job: Job
     env: TextEnv
     messages: list[Message]
     horizon: int
@@ -96,36 +105,52 @@ def rollout(
     spec: RolloutSpec,
     progress: bool = True,
 ) -> list[Episode]:
-    """Play every task (``spec.samples`` times) and return the finished episodes.
+    """Play every task (``spec.samples`` times) of one environment."""
+    jobs = [Job("env", task, k, spec) for task in task_ids for k in range(spec.samples)]
+    return play(policy, {"env": env_factory}, jobs, spec.width, progress)
 
-    Episodes come back in task order (then sample order), whatever order they
-    finished in.
+
+def play(
+    policy: Policy,
+    factories: dict[str, Callable[[], TextEnv]],
+    jobs: Sequence[Job],
+    width: int = 16,
+    progress: bool = True,
+) -> list[Episode]:
+    """Play many jobs — possibly of several environments — sharing the batch.
+
+    Each turn, live episodes are grouped by adapter and sampling settings and
+    each group is one ``generate`` call. Episodes come back in job order,
+    whatever order they finished in.
     """
-    waiting = [(task, k) for task in task_ids for k in range(spec.samples)]
-    order = {pair: i for i, pair in enumerate(waiting)}
-    waiting.reverse()  # pop() from the end keeps task order
+    order = {id(job): i for i, job in enumerate(jobs)}
+    waiting = list(reversed(jobs))  # pop() from the end keeps job order
     finished: list[_Live] = []
     live: list[_Live] = []
-    idle: list[TextEnv] = []
+    idle: dict[str, list[TextEnv]] = {key: [] for key in factories}
     made: list[TextEnv] = []
-    bar = tqdm(total=len(waiting), desc=f"{spec.method} {spec.client or ''} {spec.split}",
-               disable=not progress, unit="ep", dynamic_ncols=True)  # fmt: skip
-    pool = ThreadPoolExecutor(max_workers=max(1, spec.width))
+    first = jobs[0].spec if jobs else None
+    label = f"{first.method} r{first.round} {first.source}" if first else "rollout"
+    bar = tqdm(
+        total=len(jobs), desc=label, disable=not progress, unit="ep", dynamic_ncols=True
+    )
+    pool = ThreadPoolExecutor(max_workers=max(1, width))
     try:
         while waiting or live:
             starts = []
-            while waiting and len(live) + len(starts) < spec.width:
-                if not idle:
-                    made.append(env_factory())
-                    idle.append(made[-1])
-                starts.append((idle.pop(), *waiting.pop()))
-            live += list(pool.map(lambda s: _start(*s, spec), starts))
+            while waiting and len(live) + len(starts) < width:
+                job = waiting.pop()
+                if not idle[job.env]:
+                    made.append(factories[job.env]())
+                    idle[job.env].append(made[-1])
+                starts.append((idle[job.env].pop(), job))
+            live += list(pool.map(lambda start: _start(*start), starts))
             if all(e.termination is None for e in live):
-                _turn(policy, live, spec, pool)
+                _turn(policy, live, pool)
             ended = [e for e in live if e.termination is not None]
             for episode in ended:
                 live.remove(episode)
-                idle.append(episode.env)
+                idle[episode.job.env].append(episode.env)
                 finished.append(episode)
             bar.update(len(ended))
             policy.forget([e.episode_id for e in ended])
@@ -135,39 +160,46 @@ def rollout(
         for env in made:
             if hasattr(env, "close"):
                 env.close()
-    finished.sort(key=lambda e: order[(e.task_id, e.sample)])
-    return [_to_episode(e, spec, policy.model_id) for e in finished]
+    finished.sort(key=lambda e: order[id(e.job)])
+    return [_to_episode(e, policy.model_id) for e in finished]
 
 
-def _start(env: TextEnv, task: str, sample: int, spec: RolloutSpec) -> _Live:
+def _start(env: TextEnv, job: Job) -> _Live:
+    spec = job.spec
     episode_id = "/".join(
         [spec.experiment, spec.method, f"r{spec.round}", spec.client or "-", spec.split,
-         env.name, str(task), str(sample)]
+         env.name, str(job.task), str(job.sample)]
     )  # fmt: skip
     horizon = spec.horizon or env.max_turns
     try:
-        first = env.reset(task)
+        first = env.reset(job.task)
     except EnvError as exc:
-        log.warning("rollout: reset of %s task %s failed: %s", env.name, task, exc)
-        return _Live(episode_id, task, sample, env, [], horizon, termination="error")
-    messages = opening_messages(env.system_prompt, first)
-    return _Live(episode_id, task, sample, env, messages, horizon)
-
-
-def _turn(
-    policy: Policy, live: list[_Live], spec: RolloutSpec, pool: ThreadPoolExecutor
-) -> None:
-    chats = [[{"role": m.role, "content": m.content} for m in e.messages] for e in live]
-    seeds = [derive_seed(spec.seed, e.episode_id, e.turns) for e in live]
-    keys = [e.episode_id for e in live]
-    replies = _generate(policy, chats, spec, seeds, keys)
-    steps = (
-        list(pool.map(_act, live, replies))
-        if len(live) > 1
-        else [_act(live[0], replies[0])]
+        log.warning("rollout: reset of %s task %s failed: %s", env.name, job.task, exc)
+        return _Live(episode_id, job, env, [], horizon, termination="error")
+    return _Live(
+        episode_id, job, env, opening_messages(env.system_prompt, first), horizon
     )
-    for episode, reply, step in zip(live, replies, steps, strict=True):
-        _record(episode, reply, step, spec)
+
+
+def _turn(policy: Policy, live: list[_Live], pool: ThreadPoolExecutor) -> None:
+    groups: dict[tuple, list[_Live]] = {}
+    for episode in live:
+        spec = episode.job.spec
+        groups.setdefault((spec.adapter, spec.sampling), []).append(episode)
+    for members in groups.values():
+        chats = [
+            [{"role": m.role, "content": m.content} for m in e.messages]
+            for e in members
+        ]
+        seeds = [derive_seed(e.job.spec.seed, e.episode_id, e.turns) for e in members]
+        keys = [e.episode_id for e in members]
+        replies = _generate(policy, chats, members[0].job.spec, seeds, keys)
+        if len(members) > 1:
+            steps = list(pool.map(_act, members, replies))
+        else:
+            steps = [_act(members[0], replies[0])]
+        for episode, reply, step in zip(members, replies, steps, strict=True):
+            _record(episode, reply, step)
 
 
 def _generate(
@@ -204,14 +236,14 @@ def _act(episode: _Live, reply: Generation) -> Step | EnvError | None:
         return exc
 
 
-def _record(episode: _Live, reply: Generation, step, spec: RolloutSpec) -> None:
+def _record(episode: _Live, reply: Generation, step) -> None:
     if step is None:
         episode.termination = "context"
         return
     episode.turns += 1
     episode.tokens += reply.completion_tokens
     if isinstance(step, EnvError):
-        log.warning("rollout: %s task %s: %s", episode.env.name, episode.task_id, step)
+        log.warning("rollout: %s task %s: %s", episode.env.name, episode.job.task, step)
         episode.messages += turn_messages(reply.text, None)
         episode.termination = "error"
         return
@@ -219,23 +251,25 @@ def _record(episode: _Live, reply: Generation, step, spec: RolloutSpec) -> None:
     episode.reward += step.reward
     episode.invalid += not step.valid
     episode.invalid_streak = 0 if step.valid else episode.invalid_streak + 1
+    max_invalid = episode.job.spec.max_invalid
     if step.done:
         episode.success = step.success
         episode.termination = "done"
-    elif spec.max_invalid is not None and episode.invalid_streak >= spec.max_invalid:
+    elif max_invalid is not None and episode.invalid_streak >= max_invalid:
         episode.termination = "invalid"
     elif episode.turns >= episode.horizon:
         episode.termination = "max_turns"
 
 
-def _to_episode(live: _Live, spec: RolloutSpec, model_id: str) -> Episode:
+def _to_episode(live: _Live, model_id: str) -> Episode:
+    spec = live.job.spec
     return Episode(
         experiment=spec.experiment,
         method=spec.method,
         round=spec.round,
         client=spec.client,
         env=live.env.name,
-        task_id=live.task_id,
+        task_id=live.job.task,
         split=spec.split,
         episode_id=live.episode_id,
         source=spec.source,

@@ -156,3 +156,39 @@ def _verify(ref: ShardRef, manifest_path: Path) -> None:
             f"{manifest_path}: shard {shard} changed since the manifest was written "
             f"(sha256 {digest[:12]}…, expected {ref.sha256[:12]}…)"
         )
+
+
+def build_buffer(
+    output: str | Path,
+    seed_manifest: str | Path,
+    explored: str | Path,
+    select: str = "success",
+    previous: str | Path | None = None,
+    info: dict[str, Any] | None = None,
+) -> Manifest:
+    """The experience buffer of a round, as a manifest (no episode is copied).
+
+    ``previous`` (last round's buffer) is extended when given — accumulation —
+    otherwise the buffer restarts from ``seed_manifest`` (the expert demos).
+    ``select`` keeps only successful explored episodes (``success``) or all.
+    """
+    base = read_manifest(previous or seed_manifest)
+    ref = shard_ref(explored, select=select)
+    table = read_shard(explored, columns=["success"])
+    chosen = (
+        table.num_rows
+        if select == "all"
+        else int(pc.sum(table["success"]).as_py() or 0)
+    )
+    buffer = base.extended([ref], **(info or {}), added_episodes=chosen)
+    write_manifest(output, buffer)
+    return buffer
+
+
+def write_shards_manifest(
+    output: str | Path, shards: list[str | Path], **info: Any
+) -> Manifest:
+    """A manifest of whole shards (e.g. every env's expert demos)."""
+    manifest = Manifest([shard_ref(s) for s in shards], info=info)
+    write_manifest(output, manifest)
+    return manifest

@@ -1,0 +1,55 @@
+"""Train one adapter from a buffer manifest (the rules' entry point)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from evoflow.provenance import sha256_file
+from evoflow.store import load_episodes, table_to_episodes
+from evoflow.train.sft_config import SFTConfig
+from evoflow.train.sft_trainer import train_sft
+
+log = logging.getLogger(__name__)
+
+
+def train_from_manifest(
+    manifest: str | Path,
+    model: str,
+    output: str | Path,
+    sft: dict,
+    init_adapter: str | Path | None = None,
+    loss_log: str | Path | None = None,
+    threads: int = 1,
+    progress: bool = True,
+) -> dict:
+    """LoRA SFT on every episode a manifest selects (hashes verified on read).
+
+    ``training.json`` in the adapter folder records the manifest's sha256 and the
+    number of episodes and successes trained on (the weight of weighted averaging).
+    """
+    from evoflow.runtime import configure_threads
+
+    configure_threads(threads)
+    episodes = table_to_episodes(load_episodes(manifest))
+    chats = [
+        [{"role": m.role, "content": m.content, "loss": m.loss} for m in e.messages]
+        for e in episodes
+    ]
+    log.info("train: %d episodes from %s", len(chats), manifest)
+    metadata = {
+        "buffer_manifest": str(manifest),
+        "buffer_sha256": sha256_file(manifest),
+        "buffer_episodes": len(episodes),
+        "buffer_successes": sum(e.success for e in episodes),
+    }
+    return train_sft(
+        chats,
+        model,
+        output,
+        SFTConfig(**sft),
+        init_adapter,
+        loss_log,
+        metadata,
+        progress,
+    )
