@@ -25,7 +25,7 @@ setup: $(STAMP)
 
 run: $(STAMP)
 	snakemake --profile workflow/profiles/local --cores $(CORES)
-	evoflow query --stats
+	@cat reports/embedded/table1.md
 
 lint: $(STAMP)
 	ruff check .

@@ -1,9 +1,11 @@
 # Config validation (before any job runs), paths, and the input functions that
 # wire each method's steps together. Rules in the other files stay declarative.
+import os
 import re
 
 from evoflow.config import config_hash, validate_config
 from evoflow.methods import methods_from_config
+from evoflow.report.build import rank_methods, report_outputs
 
 # Fill defaults in place so every rule sees the same resolved config; a wrong
 # key, type or value stops the workflow here with a message naming the key.
@@ -124,6 +126,21 @@ def eval_adapters(wildcards):
 
 # --- targets -----------------------------------------------------------------
 
+REPORT = report_outputs(config, REPORTS)
+REPORT_CAPTIONS = {"table_md": "table1.rst", "table_csv": "table1.rst", "table_tex": "table1.rst",
+                   "curves": "curves.rst", "ablations": "ablations.rst", "ranks": "ranks.rst"}
+
+
+def rank_comm_files():
+    """comm.json of the Fed-SE runs that differ in rank (for the rank figure)."""
+    if "ranks" not in REPORT:
+        return []
+    return [
+        f"{RESULTS}/{name}/round={m.final_round}/global/comm.json"
+        for name, m in rank_methods(METHODS).items()
+    ]
+
+
 
 def method_evaluations(name):
     method = METHODS[name]
@@ -132,5 +149,4 @@ def method_evaluations(name):
 
 def final_outputs():
     """Everything `rule all` asks for in the configured experiment."""
-    evaluations = [f for name in METHODS for f in method_evaluations(name)]
-    return [f"{RESULTS}/config.json", *evaluations]
+    return [f"{RESULTS}/config.json", *REPORT.values()]

@@ -1,4 +1,4 @@
-# Reports: tables, figures and the provenance of an experiment.
+# Reports: the resolved config, Table 1 and figures — regenerated from cached metrics.
 
 
 rule resolved_config:
@@ -14,3 +14,25 @@ rule resolved_config:
         ENV
     script:
         "../scripts/write_config.py"
+
+
+rule report:
+    input:
+        config=f"{RESULTS}/config.json",
+        metrics=[f for name in METHODS for f in method_evaluations(name)],
+        comm=rank_comm_files(),
+    output:
+        **{
+            name: report(path, caption=f"../workflow/report/{REPORT_CAPTIONS[name]}", category="Fed-SE")
+            for name, path in REPORT.items()
+        },
+    log:
+        f"{LOGS}/report.log",
+    params:
+        config=config,
+        results=lambda wc, input: os.path.dirname(input.config),
+    localrule: True
+    conda:
+        ENV
+    script:
+        "../scripts/report.py"

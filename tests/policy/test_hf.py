@@ -103,3 +103,16 @@ def test_adapter_changes_outputs_and_can_be_switched_off(tiny, adapter_dir):
     assert adapted != base
     assert again == base
     assert texts(tiny.generate(chats(), GREEDY, adapter=adapter_dir)) == adapted
+
+
+def test_one_batch_can_mix_adapters(tiny, adapter_dir):
+    mixed = texts(
+        tiny.generate(
+            chats(), SAMPLED, adapter=[adapter_dir, None, adapter_dir], seeds=[1, 2, 3]
+        )
+    )
+    adapted = texts(
+        tiny.generate(chats(), SAMPLED, adapter=adapter_dir, seeds=[1, 2, 3])
+    )
+    base = texts(tiny.generate(chats(), SAMPLED, seeds=[1, 2, 3]))
+    assert mixed == [adapted[0], base[1], adapted[2]]

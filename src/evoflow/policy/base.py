@@ -7,11 +7,14 @@ and evaluation only see this interface.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evoflow.errors import EvoflowError
 
 Chat = list[dict[str, str]]
+# One adapter for the whole batch, or one per chat; None is the base model.
+Adapters = str | None | Sequence[str | None]
 FINISH_REASONS = ("stop", "length", "context")
 
 
@@ -74,7 +77,7 @@ class Policy(ABC):
         self,
         chats: list[Chat],
         params: SamplingParams,
-        adapter: str | None = None,
+        adapter: Adapters = None,
         seeds: list[int] | None = None,
         keys: list[str] | None = None,
     ) -> list[Generation]:
@@ -87,7 +90,8 @@ class Policy(ABC):
         params
             sampling settings shared by the batch.
         adapter
-            path of a PEFT LoRA folder to apply, or None for the base model.
+            path of a PEFT LoRA folder to apply (None: the base model), or one
+            such entry per chat — a batch may mix adapters.
         seeds
             one seed per chat; with the same seed a chat gets the same reply
             whatever else is in the batch.
@@ -109,3 +113,13 @@ def truncate_reply(text: str, max_bytes: int) -> tuple[str, bool]:
     if len(raw) <= max_bytes:
         return text, False
     return raw[:max_bytes].decode("utf-8", errors="ignore"), True
+
+
+def per_row(adapter: Adapters, rows: int) -> list[str | None]:
+    """The adapter of each of ``rows`` chats."""
+    if adapter is None or isinstance(adapter, str):
+        return [adapter] * rows
+    adapters = [None if a is None else str(a) for a in adapter]
+    if len(adapters) != rows:
+        raise ValueError(f"{len(adapters)} adapters for {rows} chats")
+    return adapters

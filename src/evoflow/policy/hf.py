@@ -16,14 +16,21 @@ caller, so the same chats, seeds and batch give the same replies run after run.
 from __future__ import annotations
 
 import logging
-from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from evoflow.policy.adapters import adapter_digest
-from evoflow.policy.base import Chat, Generation, Policy, PolicyError, SamplingParams
+from evoflow.policy.base import (
+    Adapters,
+    Chat,
+    Generation,
+    Policy,
+    PolicyError,
+    SamplingParams,
+    per_row,
+)
 from evoflow.policy.models import resolve_model
 
 log = logging.getLogger(__name__)
@@ -134,12 +141,13 @@ class HFPolicy(Policy):
         self,
         chats: list[Chat],
         params: SamplingParams,
-        adapter: str | None = None,
+        adapter: Adapters = None,
         seeds: list[int] | None = None,
         keys: list[str] | None = None,
     ) -> list[Generation]:
         seeds = seeds or [0] * len(chats)
         keys = keys if (keys and self.reuse_cache) else [None] * len(chats)
+        tags = [self._tag(a) for a in per_row(adapter, len(chats))]
         prompts = [self.encode(chat) for chat in chats]
         results: list[Generation | None] = [None] * len(chats)
         room = [
@@ -150,17 +158,17 @@ class HFPolicy(Policy):
         for i in set(range(len(chats))) - set(room):
             results[i] = Generation("", len(prompts[i]), 0, "context")
         try:
-            with self._using(adapter) as tag:
-                for start in range(0, len(room), self.batch_size):
-                    rows = room[start : start + self.batch_size]
-                    out = self._decode(
-                        [prompts[i] for i in rows],
-                        params,
-                        [seeds[i] for i in rows],
-                        [(keys[i], tag) if keys[i] is not None else None for i in rows],
-                    )
-                    for i, generation in zip(rows, out, strict=True):
-                        results[i] = generation
+            for start in range(0, len(room), self.batch_size):
+                rows = room[start : start + self.batch_size]
+                out = self._decode(
+                    [prompts[i] for i in rows],
+                    params,
+                    [seeds[i] for i in rows],
+                    [(keys[i], tags[i]) if keys[i] is not None else None for i in rows],
+                    [tags[i] for i in rows],
+                )
+                for i, generation in zip(rows, out, strict=True):
+                    results[i] = generation
         except (RuntimeError, ValueError) as exc:
             raise PolicyError(f"hf backend ({self.model_id}) failed: {exc}") from exc
         return results  # type: ignore[return-value]
@@ -183,23 +191,20 @@ class HFPolicy(Policy):
 
     # --- adapters ----------------------------------------------------------
 
-    @contextmanager
-    def _using(self, adapter: str | None):
-        """Activate ``adapter`` (loaded once) or the bare base model; yield its tag."""
+    def _tag(self, adapter: str | None) -> str | None:
+        """The content digest of an adapter, loading it on first use (None: base)."""
         if adapter is None:
-            disable = (
-                self.model.disable_adapter()
-                if self.model is not self.base
-                else nullcontext()
-            )
-            with disable:
-                yield None
-            return
+            return None
         digest = adapter_digest(adapter)
         if digest not in self._adapters:
             self._load_adapter(adapter, digest)
-        self.model.set_adapter(self._adapters[digest])
-        yield digest
+        return digest
+
+    def _adapter_names(self, tags: list[str | None]) -> list[str] | None:
+        """Per-row adapter names for PEFT's mixed-batch forward (None: no PEFT yet)."""
+        if self.model is self.base:
+            return None
+        return [self._adapters[t] if t is not None else "__base__" for t in tags]
 
     def _load_adapter(self, adapter: str, digest: str) -> None:
         from peft import PeftModel
@@ -228,6 +233,7 @@ class HFPolicy(Policy):
         params: SamplingParams,
         seeds: list[int],
         cache_keys: list[tuple[str, str | None] | None],
+        tags: list[str | None],
     ) -> list[Generation]:
         from transformers.cache_utils import Cache
 
@@ -261,6 +267,8 @@ class HFPolicy(Policy):
         running = torch.ones(rows, dtype=torch.bool)
         next_pos = positions[:, -1] + 1
         step_ids, step_pos = input_ids, positions
+        names = self._adapter_names(tags)
+        extra = {} if names is None else {"adapter_names": names}
         for _ in range(params.max_new_tokens):
             out = self.model(
                 input_ids=step_ids.to(device),
@@ -268,6 +276,7 @@ class HFPolicy(Policy):
                 position_ids=step_pos.to(device),
                 past_key_values=cache,
                 use_cache=True,
+                **extra,
             )
             cache = out.past_key_values
             tokens = _sample(out.logits[:, -1, :].float().cpu(), params, generators)

@@ -20,11 +20,13 @@ import httpx
 
 from evoflow.policy.adapters import adapter_digest
 from evoflow.policy.base import (
+    Adapters,
     Chat,
     Generation,
     Policy,
     PolicyError,
     SamplingParams,
+    per_row,
     truncate_reply,
 )
 
@@ -79,15 +81,18 @@ class OpenAIPolicy(Policy):
         self,
         chats: list[Chat],
         params: SamplingParams,
-        adapter: str | None = None,
+        adapter: Adapters = None,
         seeds: list[int] | None = None,
         keys: list[str] | None = None,
     ) -> list[Generation]:
-        model = self._adapter_name(adapter) if adapter else self.model_id
+        models = [
+            self._adapter_name(a) if a else self.model_id
+            for a in per_row(adapter, len(chats))
+        ]
         seeds = seeds or [None] * len(chats)
         jobs = [
             self._pool.submit(self._complete, chat, params, model, seed)
-            for chat, seed in zip(chats, seeds, strict=True)
+            for chat, model, seed in zip(chats, models, seeds, strict=True)
         ]
         return [job.result() for job in jobs]
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from evoflow.policy.adapters import adapter_digest
 from evoflow.policy.base import (
+    Adapters,
     Chat,
     Generation,
     Policy,
     PolicyError,
     SamplingParams,
+    per_row,
     truncate_reply,
 )
 from evoflow.policy.models import resolve_model
@@ -69,13 +71,14 @@ class VLLMPolicy(Policy):
         self,
         chats: list[Chat],
         params: SamplingParams,
-        adapter: str | None = None,
+        adapter: Adapters = None,
         seeds: list[int] | None = None,
         keys: list[str] | None = None,
     ) -> list[Generation]:
         from vllm import SamplingParams as VLLMSampling
 
         seeds = seeds or [0] * len(chats)
+        adapters = per_row(adapter, len(chats))
         prompts = [
             self._tokenizer.apply_chat_template(
                 chat, add_generation_prompt=True, tokenize=True
@@ -107,7 +110,7 @@ class VLLMPolicy(Policy):
                 outputs = self._llm.generate(
                     [{"prompt_token_ids": prompts[i]} for i in room],
                     sampling_params=sampling,
-                    lora_request=self._lora(adapter),
+                    lora_request=[self._lora(adapters[i]) for i in room],
                     use_tqdm=False,
                 )
             except Exception as exc:  # vLLM raises many types; report them uniformly

@@ -119,8 +119,8 @@ def play(
 ) -> list[Episode]:
     """Play many jobs — possibly of several environments — sharing the batch.
 
-    Each turn, live episodes are grouped by adapter and sampling settings and
-    each group is one ``generate`` call. Episodes come back in job order,
+    Each turn, live episodes with the same sampling settings form one
+    ``generate`` call, even when they use different adapters. Episodes come back in job order,
     whatever order they finished in.
     """
     order = {id(job): i for i, job in enumerate(jobs)}
@@ -182,10 +182,9 @@ def _start(env: TextEnv, job: Job) -> _Live:
 
 
 def _turn(policy: Policy, live: list[_Live], pool: ThreadPoolExecutor) -> None:
-    groups: dict[tuple, list[_Live]] = {}
-    for episode in live:
-        spec = episode.job.spec
-        groups.setdefault((spec.adapter, spec.sampling), []).append(episode)
+    groups: dict[SamplingParams, list[_Live]] = {}
+    for episode in live:  # rows may mix adapters; sampling settings are per call
+        groups.setdefault(episode.job.spec.sampling, []).append(episode)
     for members in groups.values():
         chats = [
             [{"role": m.role, "content": m.content} for m in e.messages]
@@ -193,7 +192,8 @@ def _turn(policy: Policy, live: list[_Live], pool: ThreadPoolExecutor) -> None:
         ]
         seeds = [derive_seed(e.job.spec.seed, e.episode_id, e.turns) for e in members]
         keys = [e.episode_id for e in members]
-        replies = _generate(policy, chats, members[0].job.spec, seeds, keys)
+        adapters = [e.job.spec.adapter for e in members]
+        replies = _generate(policy, chats, members[0].job.spec, adapters, seeds, keys)
         if len(members) > 1:
             steps = list(pool.map(_act, members, replies))
         else:
@@ -203,12 +203,12 @@ def _turn(policy: Policy, live: list[_Live], pool: ThreadPoolExecutor) -> None:
 
 
 def _generate(
-    policy: Policy, chats, spec: RolloutSpec, seeds, keys
+    policy: Policy, chats, spec: RolloutSpec, adapters, seeds, keys
 ) -> list[Generation]:
     """One batched generation; a backend failure is retried once, then raised."""
     for attempt in (1, 2):
         try:
-            return policy.generate(chats, spec.sampling, spec.adapter, seeds, keys)
+            return policy.generate(chats, spec.sampling, adapters, seeds, keys)
         except PolicyError as exc:
             if attempt == 2:
                 raise PolicyError(

@@ -1,4 +1,4 @@
-"""Fixtures that run real environment servers as subprocesses."""
+"""Environment servers run as real subprocesses for tests."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import sys
 import time
 
 import httpx
-import pytest
 
 
 def free_port() -> int:
@@ -47,17 +46,3 @@ class ServerProcess:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
-
-
-@pytest.fixture
-def serve():
-    started: list[ServerProcess] = []
-
-    def start(env: str, *extra: str) -> ServerProcess:
-        server = ServerProcess(env, *extra).start()
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.kill()

@@ -1,0 +1,143 @@
+"""Build an experiment's tables and figures from cached metrics.
+
+Reads only ``metrics.json`` and ``comm.json`` files, so reports regenerate in
+seconds from artifacts and never rerun a model.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from evoflow.methods import Method, methods_from_config
+from evoflow.report import figures
+from evoflow.report.tables import (
+    ENV_TITLES,
+    Row,
+    load_row,
+    method_title,
+    reference_rows,
+    write_tables,
+)
+
+log = logging.getLogger(__name__)
+ABLATION_KINDS = ("fedse", "fedse_no_history", "fedse_no_filter", "fedse_weighted")
+
+
+def report_outputs(config: dict, reports: str) -> dict[str, str]:
+    """Files the report of this config consists of (known before any job runs)."""
+    methods = methods_from_config(config)
+    outputs = {
+        "table_md": f"{reports}/table1.md",
+        "table_csv": f"{reports}/table1.csv",
+        "table_tex": f"{reports}/table1.tex",
+        "curves": f"{reports}/figures/success_by_round.png",
+    }
+    if len({m.kind.name for m in methods.values()} & set(ABLATION_KINDS)) > 1:
+        outputs["ablations"] = f"{reports}/figures/ablations.png"
+    if len(rank_methods(methods)) > 1:
+        outputs["ranks"] = f"{reports}/figures/rank_vs_communication.png"
+    return outputs
+
+
+def build_report(
+    config: dict, results: str | Path, outputs: dict[str, str]
+) -> list[Row]:
+    """Write every output of ``report_outputs``; return the table rows."""
+    results = Path(results)
+    methods = methods_from_config(config)
+    envs = list(config["envs"])
+
+    def metric_files(name: str, round: int) -> list[Path]:
+        return [
+            results / name / f"round={round}" / "eval" / f"env={e}" / "metrics.json"
+            for e in envs
+        ]
+
+    rows = [
+        load_row(
+            name, method_title(name, m.kind.name), metric_files(name, m.final_round)
+        )
+        for name, m in methods.items()
+    ]
+    reference = reference_rows(config["model"]["name"])
+    note = _note(config, methods)
+    write_tables(
+        rows,
+        outputs["table_md"],
+        outputs["table_csv"],
+        outputs["table_tex"],
+        reference,
+        note,
+    )
+
+    titles = {**ENV_TITLES, **{r.method: r.title for r in rows}}
+    base = next((r for r in rows if r.method == "pretrained"), None)
+    curves, static = {}, {}
+    for row, (name, method) in zip(rows, methods.items(), strict=True):
+        if method.kind.federated:
+            series = {
+                r: _panel(load_row(name, "", metric_files(name, r)))
+                for r in method.eval_rounds
+            }
+            if base is not None:
+                series[0] = _panel(base)
+            curves[name] = series
+        else:
+            static[name] = _panel(row)
+    figures.success_curves(curves, static, [*envs, "avg"], titles, outputs["curves"])
+
+    if "ablations" in outputs:
+        bars = {r.title: r.pooled or 0.0 for r, m in zip(rows, methods.values(), strict=True)
+                if m.kind.name in ABLATION_KINDS}  # fmt: skip
+        figures.ablation_bars(bars, outputs["ablations"])
+    if "ranks" in outputs:
+        points = []
+        for name, method in rank_methods(methods).items():
+            comm = json.loads(
+                (
+                    results
+                    / name
+                    / f"round={method.final_round}"
+                    / "global"
+                    / "comm.json"
+                ).read_text()
+            )
+            row = next(r for r in rows if r.method == name)
+            points.append(
+                (
+                    method.sft.lora_r,
+                    comm["per_client"]["up_mib"]["fp32"],
+                    row.pooled or 0.0,
+                )
+            )
+        figures.rank_tradeoff(points, outputs["ranks"])
+    log.info("report: %d methods, %d envs", len(rows), len(envs))
+    return rows
+
+
+def rank_methods(methods: dict[str, Method]) -> dict[str, Method]:
+    """Fed-SE methods differing only in LoRA rank (one per rank)."""
+    chosen: dict[int, tuple[str, Method]] = {}
+    for name, method in methods.items():
+        if method.kind.name == "fedse":
+            chosen.setdefault(method.sft.lora_r, (name, method))
+    return {name: method for name, method in chosen.values()}
+
+
+def _panel(row: Row) -> dict[str, float]:
+    values = {env: row.rate(env) for env in row.episodes}
+    values["avg"] = row.pooled
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _note(config: dict, methods: dict[str, Method]) -> str:
+    envs = config["envs"]
+    counts = ", ".join(f"{e} {envs[e]['test'] or 'all'}" for e in envs)
+    rounds = max((m.final_round for m in methods.values()), default=0)
+    return (
+        f"Success rate (%) of `{config['model']['name']}` on test tasks ({counts}); "
+        f"federated methods after {rounds} round(s). Avg is pooled over all test "
+        "episodes; (+x) is the gain over Pre-Trained."
+    )

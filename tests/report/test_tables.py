@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evoflow.report.tables import (
+    Row,
+    csv_text,
+    latex,
+    load_row,
+    markdown,
+    reference_rows,
+)
+
+SIZES = {"babyai": 90, "webshop": 200, "textcraft": 100, "maze": 25, "wordle": 25}
+
+
+def row(method, title, rates):
+    return Row(
+        method,
+        title,
+        {e: round(rates[e] * SIZES[e] / 100) for e in rates},
+        {e: SIZES[e] for e in rates},
+    )
+
+
+def test_average_is_pooled_over_all_test_tasks_not_the_column_mean():
+    # Fed-SE on Qwen2.5-7B in the paper: columns 93.3/73/67/68/32, Avg 73.2
+    fedse = row(
+        "fedse",
+        "Fed-SE",
+        {
+            "babyai": 93.3,
+            "webshop": 73.0,
+            "textcraft": 67.0,
+            "maze": 68.0,
+            "wordle": 32.0,
+        },
+    )
+    assert fedse.pooled == pytest.approx(73.2, abs=0.05)
+    assert sum(fedse.rate(e) for e in SIZES) / 5 == pytest.approx(
+        66.7, abs=0.1
+    )  # the naive mean differs
+
+
+def test_table_formats_show_rates_and_gain_over_pretrained():
+    rows = [
+        row("pretrained", "Pre-Trained", {"maze": 32.0, "wordle": 20.0}),
+        row("fedse", "Fed-SE", {"maze": 68.0, "wordle": 32.0}),
+    ]
+    md = markdown(rows)
+    assert "| Method | Maze | Wordle | Avg |" in md
+    assert "| Pre-Trained | 32.0 | 20.0 | 26.0 |" in md
+    assert "| Fed-SE | 68.0 | 32.0 | 50.0 (+24.0) |" in md
+    assert csv_text(rows).splitlines() == ["method,maze,wordle,avg,episodes", "pretrained,32.00,20.00,26.00,50",
+                                           "fedse,68.00,32.00,50.00,50"]  # fmt: skip
+    assert r"Fed-SE & 68.0 & 32.0 & 50.0 (+24.0) \\" in latex(rows)
+
+
+def test_paper_numbers_appear_beside_ours_for_a_paper_model():
+    reference = reference_rows("Qwen/Qwen2.5-7B-Instruct")
+    assert reference["fedse"]["avg"] == 73.2 and reference["pretrained"]["maze"] == 32.0
+    assert reference_rows("smollm2-135m-instruct") == {}
+    rows = [row("fedse", "Fed-SE", {"maze": 60.0, "wordle": 40.0})]
+    assert "| Fed-SE | 68.0 | 32.0 | 73.2 |" in markdown(rows, reference)
+
+
+def test_rows_load_from_metrics_files(tmp_path):
+    files = []
+    for env, successes in (("maze", 2), ("wordle", 1)):
+        path = tmp_path / f"{env}.json"
+        path.write_text(json.dumps({"env": env, "successes": successes, "episodes": 4}))
+        files.append(path)
+    loaded = load_row("fedit", "FedIT", files)
+    assert loaded.rate("maze") == 50.0 and loaded.pooled == 37.5

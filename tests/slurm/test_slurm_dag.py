@@ -1,0 +1,52 @@
+"""The method DAG through sbatch on a real Slurm cluster equals a local run."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.slurm.harness import (
+    TEST_PROFILE,
+    Cluster,
+    artifacts,
+    snakemake,
+    snakemake_args,
+)
+
+pytestmark = pytest.mark.slow
+
+# Non-local jobs of one round of Pre-Trained + Fed-SE on two envs; the manifests,
+# buffers, resolved config and report are local rules and must not reach Slurm.
+EXPECTED_REMOTE = Counter(
+    expert_demos=2, explore=2, train_client=2, aggregate=1, evaluate=2
+)
+
+
+def test_dag_runs_through_slurm_like_local(
+    cluster: Cluster, reference: Path, small_config: Path, tmp_path: Path
+) -> None:
+    # Execute
+    args = snakemake_args(tmp_path, small_config, TEST_PROFILE)
+    result = snakemake(args, cluster.env, tmp_path / "snakemake.out").check()
+
+    # Assert: every non-local job was one sbatch job that Slurm ran to completion
+    assert result.remote_rules == EXPECTED_REMOTE
+    slurm_ids = result.slurm_jobs
+    assert len(slurm_ids) == sum(EXPECTED_REMOTE.values())
+    assert len(set(slurm_ids.values())) == len(slurm_ids)
+    listed = {job: state for job, _, state in cluster.squeue(
+        f"--name={result.run_id}", "--states=all"
+    )}
+    assert listed == dict.fromkeys(slurm_ids.values(), "COMPLETED")
+    for slurm_id in slurm_ids.values():
+        logs = list((tmp_path / ".snakemake" / "slurm_logs").rglob(f"{slurm_id}.log"))
+        assert len(logs) == 1, f"no Slurm log for job {slurm_id}"
+
+    # Assert: same episodes, rewards, metrics and adapters as the local run
+    got, want = artifacts(tmp_path), artifacts(reference)
+    assert sorted(got) == sorted(want)
+    assert len([k for k in want if k.endswith("metrics.json")]) == 4
+    for name in want:
+        assert got[name] == want[name], f"{name} differs from the local run"

@@ -1,0 +1,63 @@
+"""Run the real workflow on the tiny model in temporary working directories."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ROOT / "tests" / "configs" / "tiny.yaml"
+
+
+def snakemake(
+    workdir: Path, *args: str, config: Path = TINY, check: bool = True, **kwargs
+):
+    """Run snakemake on the repository's Snakefile inside ``workdir``."""
+    command = [
+        sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
+        "--directory", str(workdir), "--configfile", str(config), "--cores", "2",
+        "--set-threads", "explore=1", "train_client=1", "train_pooled=1", "evaluate=1",
+        *args,
+    ]  # fmt: skip
+    run = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    if check and run.returncode != 0:
+        raise AssertionError(
+            f"snakemake {' '.join(args)} failed:\n{run.stdout[-4000:]}\n{run.stderr[-4000:]}"
+        )
+    return run
+
+
+def planned_jobs(
+    workdir: Path, *args: str, config: Path = TINY
+) -> list[tuple[str, str]]:
+    """(rule, first output) of every job a dry run would execute."""
+    out = snakemake(workdir, "-n", *args, config=config).stdout.splitlines()
+    jobs, rule = [], None
+    for line in out:
+        stripped = line.strip()
+        if stripped.startswith(("rule ", "localrule ")) and stripped.endswith(":"):
+            rule = stripped.split()[1].rstrip(":")
+        elif rule and stripped.startswith("output:"):
+            jobs.append((rule, stripped.split(":", 1)[1].split(",")[0].strip()))
+            rule = None
+    return jobs
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> Path:
+    """One complete run of the tiny DAG (all methods, 2 envs, 2 rounds)."""
+    workdir = tmp_path_factory.mktemp("tiny-run")
+    snakemake(workdir)
+    return workdir
+
+
+@pytest.fixture
+def tiny_copy(tiny_run, tmp_path) -> Path:
+    """A private copy of the finished run (results, metadata and all)."""
+    copy = tmp_path / "run"
+    shutil.copytree(tiny_run, copy, symlinks=True)
+    return copy

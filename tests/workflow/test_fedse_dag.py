@@ -1,0 +1,172 @@
+"""The Fed-SE DAG on the tiny model: caching, resume, privacy and determinism."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from evoflow.store.query import connect
+from tests.workflow.conftest import ROOT, TINY, planned_jobs, snakemake
+
+pytestmark = pytest.mark.slow
+
+
+def test_run_produces_table_figures_and_a_complete_store(tiny_run):
+    table = (tiny_run / "reports" / "tiny" / "table1.md").read_text()
+    for title in ("Pre-Trained", "Local", "Centralized", "FedIT", "Fed-SE"):
+        assert f"| {title} |" in table
+    assert (
+        tiny_run / "reports" / "tiny" / "figures" / "success_by_round.png"
+    ).stat().st_size > 1000
+    con = connect(tiny_run / "results")
+    sources = dict(
+        con.sql("SELECT source, count(*) FROM episodes GROUP BY source").fetchall()
+    )
+    assert (
+        sources["expert"] == 4
+        and sources["explore"] == 2 * 2 * 2
+        and sources["eval"] > 0
+    )
+    rounds = con.sql(
+        "SELECT DISTINCT round FROM episodes WHERE method = 'fedse' ORDER BY 1"
+    ).fetchall()
+    assert rounds == [(1,), (2,)]
+
+
+def test_second_run_does_nothing(tiny_run):
+    assert planned_jobs(tiny_run) == []
+
+
+def test_deleting_one_client_adapter_reruns_only_what_depends_on_it(tiny_copy):
+    # Prepare
+    shutil.rmtree(tiny_copy / "results/tiny/fedse/round=1/client=maze/adapter")
+
+    # Execute
+    jobs = planned_jobs(tiny_copy)
+
+    # Assert: that client, its round's aggregate and everything after it in Fed-SE
+    rules = sorted(
+        {
+            (rule, out.split("/")[2], out.split("/")[3])
+            for rule, out in jobs
+            if out.startswith("results/")
+        }
+    )
+    assert ("train_client", "fedse", "round=1") in rules
+    assert (
+        "explore",
+        "fedse",
+        "round=1",
+    ) not in rules  # exploration came before training
+    assert {m for _, m, _ in rules} == {"fedse"}  # no other method is touched
+    assert (
+        sum(1 for r, _, rnd in rules if r == "train_client" and rnd == "round=1") == 1
+    )
+    snakemake(tiny_copy)
+    assert planned_jobs(tiny_copy) == []
+
+
+def test_changing_one_method_reruns_only_that_method(tiny_copy, tmp_path):
+    config = yaml.safe_load(TINY.read_text())
+    config["methods"]["fedit"] = {"train": {"learning_rate": 5.0e-3}}
+    changed = tmp_path / "changed.yaml"
+    changed.write_text(yaml.safe_dump(config))
+    jobs = planned_jobs(tiny_copy, config=changed)
+    methods = {
+        out.split("/")[2]
+        for _, out in jobs
+        if out.startswith("results/tiny/") and "/round=" in out
+    }
+    assert methods == {"fedit"}
+
+
+def test_a_killed_run_resumes_without_reading_partial_artifacts(tiny_copy):
+    # Prepare: make the last round of Fed-SE run again, and kill it mid-training
+    for env in ("maze", "wordle"):
+        shutil.rmtree(tiny_copy / f"results/tiny/fedse/round=2/client={env}/adapter")
+    command = [
+        sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(tiny_copy),
+        "--configfile", str(TINY), "--cores", "1",
+    ]  # fmt: skip
+    run = subprocess.Popen(
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    while not any((tiny_copy / "logs/tiny/fedse/round=2/train").glob("*.loss.jsonl")):
+        assert time.monotonic() < deadline, "training never started"
+        assert run.poll() is None, "snakemake ended before it could be killed"
+        time.sleep(0.2)
+
+    # Execute: kill -9 the whole run (snakemake and its job), then resume
+    os.killpg(run.pid, signal.SIGKILL)
+    run.wait()
+    snakemake(tiny_copy, "--unlock")
+    resumed = snakemake(tiny_copy, "--rerun-incomplete")
+
+    # Assert
+    assert "Finished" in resumed.stderr + resumed.stdout
+    assert planned_jobs(tiny_copy) == []
+    leftovers = [p for p in (tiny_copy / "results").rglob("*") if ".tmp-" in p.name]
+    con = connect(tiny_copy / "results")  # would fail on any unreadable shard
+    assert con.sql("SELECT count(*) FROM episodes").fetchall()[0][0] > 0
+    assert all(p.name.startswith(".") for p in leftovers)
+
+
+def test_aggregation_never_sees_trajectories(tmp_path):
+    """Privacy as a DAG property: server-side jobs take adapters only."""
+    workdir = tmp_path / "dag"
+    workdir.mkdir()
+    out = snakemake(workdir, "-n", "--forceall").stdout
+    blocks = out.split("\n\n")
+    server = [
+        b
+        for b in blocks
+        if b.strip().startswith(("rule aggregate:", "localrule aggregate:"))
+    ]
+    assert len(server) == 4  # fedit and fedse, two rounds each
+    for block in server:
+        inputs = next(
+            line for line in block.splitlines() if line.strip().startswith("input:")
+        )
+        files = [f.strip() for f in inputs.split(":", 1)[1].split(",")]
+        assert files and all(
+            f.endswith("/adapter") or f.endswith("comm.json") for f in files
+        ), inputs
+        assert not any(
+            f.endswith((".parquet", "buffer.json", "manifest.json")) for f in files
+        )
+
+
+def test_same_seed_same_tables(tiny_run, tmp_path):
+    again = tmp_path / "again"
+    again.mkdir()
+    snakemake(again)
+    for name in ("table1.md", "table1.csv", "table1.tex"):
+        assert (again / "reports/tiny" / name).read_text() == (
+            tiny_run / "reports/tiny" / name
+        ).read_text()
+    first = (
+        connect(tiny_run / "results")
+        .sql(
+            "SELECT episode_id, messages, reward FROM episodes WHERE source != 'expert' ORDER BY episode_id"
+        )
+        .fetchall()
+    )
+    second = (
+        connect(again / "results")
+        .sql(
+            "SELECT episode_id, messages, reward FROM episodes WHERE source != 'expert' ORDER BY episode_id"
+        )
+        .fetchall()
+    )
+    assert first == second
