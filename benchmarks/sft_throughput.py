@@ -6,8 +6,9 @@ micro-batch size, from a model name to an adapter folder on disk (model load,
 tokenisation, training and saving are all timed). TRL gets the chats as a
 conversational ``messages`` dataset (``datasets.Dataset.from_list``), the
 tokenizer as ``processing_class``, the LoRA as ``peft_config``, ``max_length``
-equal to ours, ``report_to="none"``, ``save_strategy="no"`` and a temporary
-``output_dir``; everything else is TRL's default. Two TRL variants:
+equal to ours, ``report_to="none"``, ``save_strategy="no"``, a temporary ``output_dir`` and,
+without CUDA, ``use_cpu=True`` (else its default ``bf16=True`` is refused);
+everything else is TRL's default. Two TRL variants:
 
 - ``default``: TRL's defaults as they are — note they include
   ``gradient_checkpointing=True`` and ``bf16=True`` (bf16 autocast even on a CPU
@@ -39,6 +40,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import datasets
 import torch
 from datasets import Dataset
 from peft import LoraConfig
@@ -104,6 +106,7 @@ def run_trl(model: str, chats, args, workdir: Path, variant: str) -> tuple[float
         report_to="none",
         save_strategy="no",
         disable_tqdm=True,
+        use_cpu=not torch.cuda.is_available(),  # bf16 on CPU is refused without it
         **(matched if variant == "matched" else {}),
     )
     lora = LoraConfig(
@@ -147,6 +150,7 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     logging.getLogger("transformers").setLevel(logging.ERROR)
+    datasets.disable_progress_bars()
     chats = demo_chats(args.demos)
     tokens, labelled = count_tokens(args.model, chats, args.max_length)
     print(
@@ -168,6 +172,7 @@ def main() -> None:
             for name, run in runs.items():
                 seconds, extra[name] = run(args.model, chats)
                 times[name].append(seconds)
+                print(f"  {name}: {seconds:.1f} s", flush=True)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     total, trained = tokens * args.epochs, labelled * args.epochs

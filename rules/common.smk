@@ -67,17 +67,19 @@ def eval_files(method, round, leaf):
 # --- input functions ---------------------------------------------------------
 
 
-def runtime_settings(envs):
-    """What a model job needs from the config: model, sampling and its envs.
+def runtime_settings(envs, fields):
+    """What a model job needs from the config: model, sampling and the listed
+    fields of its envs.
 
-    Used as rule params, so editing an unrelated env or method reruns nothing.
+    Used as rule params, so editing anything else (another env, a method, an
+    unrelated count) reruns nothing.
     """
     return {
         "experiment": EXP,
         "seed": config["seed"],
         "model": config["model"],
         "generation": config["generation"],
-        "envs": {env: config["envs"][env] for env in envs},
+        "envs": {env: {f: config["envs"][env][f] for f in fields} for env in envs},
     }
 
 
@@ -147,6 +149,30 @@ def method_evaluations(name):
     return [f for r in method.eval_rounds for f in eval_files(name, r, "metrics.json")]
 
 
+def method_artifacts(name):
+    """Every file a method leaves behind, round by round."""
+    method = METHODS[name]
+    kind, files = method.kind, []
+    for round in range(1, method.rounds + 1) if kind.federated else [1] if kind.trains else []:
+        for env in ENVS:
+            if kind.explores:
+                files += [client_path(name, round, env, leaf) for leaf in ("explore.parquet", "buffer.json")]
+            if kind.federated or kind.per_env:
+                files.append(client_path(name, round, env, "adapter"))
+        if kind.federated:
+            files += [global_adapter(name, round), f"{RESULTS}/{name}/round={round}/global/comm.json"]
+        elif kind.pooled:
+            files.append(global_adapter(name, round))
+    return files + method_evaluations(name)
+
+
 def final_outputs():
-    """Everything `rule all` asks for in the configured experiment."""
-    return [f"{RESULTS}/config.json", *REPORT.values()]
+    """Everything `rule all` asks for: the report and every artifact behind it.
+
+    Listing every artifact (not only the report) makes a deleted intermediate —
+    one client's adapter, say — a missing target: the next run rebuilds it and
+    whatever depends on it, and nothing else.
+    """
+    artifacts = [f for name in METHODS for f in method_artifacts(name)]
+    demos = [f"{RESULTS}/expert/env={env}/demos.parquet" for env in ENVS]
+    return [f"{RESULTS}/config.json", *demos, *artifacts, *REPORT.values()]

@@ -7,10 +7,9 @@ rule expert_demos:
     log:
         f"{LOGS}/expert/{{env}}.log",
     params:
-        env=lambda wc: config["envs"][wc.env],
+        env=lambda wc: {k: config["envs"][wc.env][k] for k in ("demos", "demos_file")},
         experiment=EXP,
         seed=config["seed"],
-        config_hash=CONFIG_HASH,
     conda:
         ENV
     script:

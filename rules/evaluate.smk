@@ -11,8 +11,7 @@ rule evaluate:
     log:
         f"{LOGS}/{{method}}/round={{round}}/evaluate.log",
     params:
-        settings=runtime_settings(ENVS),
-        config_hash=CONFIG_HASH,
+        settings=runtime_settings(ENVS, ["test", "max_turns", "remote"]),
         envs=ENVS,
     threads: 1
     conda:

@@ -11,8 +11,7 @@ rule explore:
     wildcard_constraints:
         method=methods_where(lambda kind: kind.explores),
     params:
-        settings=lambda wc: runtime_settings([wc.env]),
-        config_hash=CONFIG_HASH,
+        settings=lambda wc: runtime_settings([wc.env], ["explore", "max_turns", "remote"]),
     threads: 1
     conda:
         ENV

@@ -3,6 +3,7 @@
 import logging
 import sys
 
+from evoflow.config import config_hash
 from evoflow.evaluate.run import run_evaluation
 
 sys.stderr = open(snakemake.log[0], "w")
@@ -17,7 +18,7 @@ else:
     }
 run_evaluation(
     snakemake.params.settings,
-    snakemake.params.config_hash,
+    config_hash(snakemake.params.settings),
     method=snakemake.wildcards.method,
     round=int(snakemake.wildcards.round),
     adapters=adapters,

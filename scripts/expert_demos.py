@@ -3,6 +3,7 @@
 import logging
 import sys
 
+from evoflow.config import config_hash
 from evoflow.rollout.expert import write_demos
 
 sys.stderr = open(snakemake.log[0], "w")
@@ -14,7 +15,9 @@ info = write_demos(
     n_tasks=env["demos"],
     experiment=snakemake.params.experiment,
     seed=snakemake.params.seed,
-    config_hash=snakemake.params.config_hash,
+    config_hash=config_hash(
+        dict(env, experiment=snakemake.params.experiment, seed=snakemake.params.seed)
+    ),
     demos_file=env["demos_file"],
 )
 print(f"{info.rows} demonstrations -> {info.path}", file=sys.stderr)

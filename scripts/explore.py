@@ -3,6 +3,7 @@
 import logging
 import sys
 
+from evoflow.config import config_hash
 from evoflow.rollout.explore import explore
 
 sys.stderr = open(snakemake.log[0], "w")
@@ -10,7 +11,7 @@ logging.basicConfig(level=logging.INFO, stream=sys.stderr)
 adapter = snakemake.input.get("adapter")
 explore(
     snakemake.params.settings,
-    snakemake.params.config_hash,
+    config_hash(snakemake.params.settings),
     env_name=snakemake.wildcards.env,
     method=snakemake.wildcards.method,
     round=int(snakemake.wildcards.round),

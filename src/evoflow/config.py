@@ -56,7 +56,7 @@ def load_config(path: str | Path) -> dict[str, Any]:
 
 
 def validate_config(config: Any, source: str = "config") -> dict[str, Any]:
-    """Return a copy of ``config`` with schema defaults filled in, or raise.
+    """Return a copy of ``config`` with schema defaults filled in (keys sorted), or raise.
 
     Parameters
     ----------
@@ -76,7 +76,17 @@ def validate_config(config: Any, source: str = "config") -> dict[str, Any]:
         raise ConfigError(f"{source}: {_describe(error)}")
     _check_envs(filled, source)
     _check_methods(filled, source)
-    return filled
+    return _sorted(filled)
+
+
+def _sorted(value: Any) -> Any:
+    """Mappings with keys in sorted order, recursively: key order in a YAML file
+    must not look like a change (Snakemake compares rule params as written)."""
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
 
 
 def _check_envs(config: dict[str, Any], source: str) -> None:

@@ -90,3 +90,10 @@ def test_prompt_unknown_task_and_garbage_actions(name):
             assert env.observation == result.observation
         else:
             env.reset(env.task_ids("test")[0])
+
+
+def test_make_splits_check_passes_on_the_committed_files(capsys):
+    from evoflow.cli import main
+
+    assert main(["make-splits", "--check", "maze", "wordle"]) == 0
+    assert "maze:" in capsys.readouterr().out

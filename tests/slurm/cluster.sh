@@ -139,7 +139,9 @@ stop_pid_file() {
 			kill -0 "$pid" 2>/dev/null || break
 			sleep 0.1
 		done
-		kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+		if kill -0 "$pid" 2>/dev/null; then
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
 	fi
 	rm -f "$file"
 }
@@ -162,7 +164,9 @@ stop() {
 	if [[ -s $DIR/run/munge.dir ]]; then
 		local munge_dir
 		munge_dir="$(<"$DIR/run/munge.dir")"
-		[[ $munge_dir == /tmp/evoflow-munge.* ]] && rm -rf "$munge_dir"
+		if [[ $munge_dir == /tmp/evoflow-munge.* ]]; then
+			rm -rf "$munge_dir"
+		fi
 		rm -f "$DIR/run/munge.dir"
 	fi
 }

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -45,12 +46,14 @@ def _skip_reason() -> str | None:
             f"root, and apt-get installs slurm-wlm/munge when missing ({installed})"
         )
     if not _slurm_installed() and shutil.which("apt-get") is None:
-        return "slurm-wlm/munge are not installed and there is no apt-get to install them"
+        return (
+            "slurm-wlm/munge are not installed and there is no apt-get to install them"
+        )
     return None
 
 
 @pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Cluster:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     reason = _skip_reason()
     if reason:
         if os.environ.get("EVOFLOW_REQUIRE_SLURM") == "1":

@@ -39,11 +39,15 @@ _REMOTE_RULE = re.compile(r"^rule (\w+):$", re.MULTILINE)
 
 
 def write_small_config(path: Path) -> Path:
-    """tests/configs/tiny.yaml cut to one round of Pre-Trained and Fed-SE."""
+    """tests/configs/tiny.yaml cut to one round of Fed-SE on its two envs.
+
+    Fed-SE alone reaches every rule that runs on Slurm (expert_demos, explore,
+    train_client, aggregate, evaluate) and every local one.
+    """
     config = yaml.safe_load((ROOT / "tests" / "configs" / "tiny.yaml").read_text())
     config["experiment"] = EXPERIMENT
     config["fed"] = {"rounds": 1}
-    config["methods"] = {"pretrained": {}, "fedse": {}}
+    config["methods"] = {"fedse": {}}
     if len(config["envs"]) != 2:
         raise ValueError(f"tiny.yaml should have 2 envs, has {list(config['envs'])}")
     path.write_text(yaml.safe_dump(config, sort_keys=False))
@@ -77,6 +81,9 @@ class Cluster:
             check=True,
         ).stdout
         return [tuple(line.split("|")) for line in out.splitlines() if line.strip()]
+
+    def scancel(self, job_id: str) -> None:
+        subprocess.run(["scancel", job_id], env=self.env, timeout=30, check=True)
 
     def live_jobs(self, run_id: str) -> list[str]:
         """Ids of the run's jobs that are still pending or running."""
@@ -188,11 +195,13 @@ def wait_until_running(
                 f"snakemake ended ({proc.returncode}) before any job ran:\n"
                 f"{log_path.read_text()[-6000:]}"
             )
-        run_id = Run(0, log_path.read_text()).run_id
-        if run_id:
-            running = cluster.squeue(f"--name={run_id}", "--states=RUNNING")
-            if running:
-                return run_id, running[0][0]
+        so_far = Run(0, log_path.read_text())
+        if so_far.run_id:
+            running = cluster.squeue(f"--name={so_far.run_id}", "--states=RUNNING")
+            # Also wait for snakemake to log the submission: it then tracks the job.
+            for job_id, _, _ in running:
+                if job_id in so_far.slurm_jobs.values():
+                    return so_far.run_id, job_id
         time.sleep(0.3)
     raise AssertionError(f"no Slurm job RUNNING after {timeout} s")
 

@@ -31,20 +31,29 @@ def snakemake(
     return run
 
 
+def dry_run_jobs(text: str) -> list[dict[str, list[str] | str]]:
+    """Jobs of a ``snakemake -n`` printout: rule name, input and output files."""
+    jobs: list[dict] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(("rule ", "localrule ")) and stripped.endswith(":"):
+            jobs.append(
+                {"rule": stripped.split()[1].rstrip(":"), "input": [], "output": []}
+            )
+        elif jobs and stripped.startswith(("input:", "output:")):
+            key, _, files = stripped.partition(":")
+            jobs[-1][key] = [f.strip() for f in files.split(",") if f.strip()]
+    return jobs
+
+
 def planned_jobs(
     workdir: Path, *args: str, config: Path = TINY
 ) -> list[tuple[str, str]]:
     """(rule, first output) of every job a dry run would execute."""
-    out = snakemake(workdir, "-n", *args, config=config).stdout.splitlines()
-    jobs, rule = [], None
-    for line in out:
-        stripped = line.strip()
-        if stripped.startswith(("rule ", "localrule ")) and stripped.endswith(":"):
-            rule = stripped.split()[1].rstrip(":")
-        elif rule and stripped.startswith("output:"):
-            jobs.append((rule, stripped.split(":", 1)[1].split(",")[0].strip()))
-            rule = None
-    return jobs
+    out = snakemake(workdir, "-n", *args, config=config).stdout
+    return [
+        (job["rule"], job["output"][0]) for job in dry_run_jobs(out) if job["output"]
+    ]
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from evoflow.store.query import connect
-from tests.workflow.conftest import ROOT, TINY, planned_jobs, snakemake
+from tests.workflow.conftest import ROOT, TINY, dry_run_jobs, planned_jobs, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -126,25 +126,22 @@ def test_aggregation_never_sees_trajectories(tmp_path):
     """Privacy as a DAG property: server-side jobs take adapters only."""
     workdir = tmp_path / "dag"
     workdir.mkdir()
-    out = snakemake(workdir, "-n", "--forceall").stdout
-    blocks = out.split("\n\n")
-    server = [
-        b
-        for b in blocks
-        if b.strip().startswith(("rule aggregate:", "localrule aggregate:"))
-    ]
+    jobs = dry_run_jobs(snakemake(workdir, "-n", "--forceall").stdout)
+    server = [job for job in jobs if job["rule"] == "aggregate"]
     assert len(server) == 4  # fedit and fedse, two rounds each
-    for block in server:
-        inputs = next(
-            line for line in block.splitlines() if line.strip().startswith("input:")
-        )
-        files = [f.strip() for f in inputs.split(":", 1)[1].split(",")]
-        assert files and all(
-            f.endswith("/adapter") or f.endswith("comm.json") for f in files
-        ), inputs
+    for job in server:
+        assert job["input"], job
+        assert all(
+            f.endswith("/adapter") or f.endswith("/global/comm.json")
+            for f in job["input"]
+        ), job
         assert not any(
-            f.endswith((".parquet", "buffer.json", "manifest.json")) for f in files
+            f.endswith((".parquet", "buffer.json", "manifest.json"))
+            for f in job["input"]
         )
+    assert any(
+        f.endswith(".parquet") for job in jobs for f in job["input"]
+    )  # the parser sees shards
 
 
 def test_same_seed_same_tables(tiny_run, tmp_path):

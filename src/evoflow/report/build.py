@@ -10,7 +10,7 @@ import json
 import logging
 from pathlib import Path
 
-from evoflow.methods import Method, methods_from_config
+from evoflow.methods import KINDS, Method, methods_from_config
 from evoflow.report import figures
 from evoflow.report.tables import (
     ENV_TITLES,
@@ -115,6 +115,11 @@ def build_report(
         figures.rank_tradeoff(points, outputs["ranks"])
     log.info("report: %d methods, %d envs", len(rows), len(envs))
     return rows
+
+
+def _row_order(name: str, method: Method) -> tuple[int, int, str]:
+    """Table 1's order: the paper's methods first, then variants by rank and name."""
+    return (list(KINDS).index(method.kind.name), method.sft.lora_r, name)
 
 
 def rank_methods(methods: dict[str, Method]) -> dict[str, Method]:
