@@ -167,7 +167,7 @@ def method_artifacts(name):
 
 
 def final_outputs():
-    """Everything `rule all` asks for: the report and every artifact behind it.
+    """The targets of the default run — the report and every artifact behind it.
 
     Listing every artifact (not only the report) makes a deleted intermediate —
     one client's adapter, say — a missing target: the next run rebuilds it and
