@@ -22,6 +22,9 @@
 Repetitions alternate A B A B …; medians are printed. ``--threads`` sets torch's
 intra-op threads (default 1: on a small machine shared with other jobs two
 OpenMP threads wait on each other at every op, which swamps the comparison).
+The default run takes about 14 minutes on 2 CPU cores, most of it (c) without
+reuse; ``--parts`` picks comparisons, and ``--model tiny-random-llama`` with
+fewer ``--turns`` makes a quick check.
 
     python benchmarks/rollout_throughput.py [--parts a b c]
         [--models tiny-random-llama smollm2-135m-instruct]

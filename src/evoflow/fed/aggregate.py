@@ -69,7 +69,7 @@ def aggregate_adapters(
         round=round,
         strategy=strategy,
         weights=list(weights) if weights is not None else None,
-        clients=[str(f) for f in client_folders],
+        client_folders=[str(f) for f in client_folders],
         rank=adapters[0].config.get("r"),
     )
     write_json(comm_path, record)

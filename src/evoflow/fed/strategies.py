@@ -31,7 +31,7 @@ def weighted_mean(states: Sequence[State], weights: Sequence[float]) -> State:
     for name, first in states[0].items():
         acc = torch.zeros(first.shape, dtype=torch.float64)
         for state, weight in zip(states, weights, strict=True):
-            acc += state[name].to(torch.float64) * (weight / total)
+            acc.add_(state[name], alpha=weight / total)  # no temporaries
         result[name] = acc.to(first.dtype)
     return result
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 
 from evoflow.policy.adapters import adapter_digest
+from evoflow.policy.attention import attention_implementation
 from evoflow.policy.base import (
     Adapters,
     Chat,
@@ -125,9 +126,9 @@ class HFPolicy(Policy):
         )
         self.dtype = _dtype(dtype, self.device)
         self.tokenizer = AutoTokenizer.from_pretrained(path)
-        self.base = AutoModelForCausalLM.from_pretrained(path, dtype=self.dtype).to(
-            self.device
-        )
+        self.base = AutoModelForCausalLM.from_pretrained(
+            path, dtype=self.dtype, attn_implementation=attention_implementation()
+        ).to(self.device)
         self.base.eval()
         self.model = self.base  # becomes a PeftModel once an adapter is loaded
         self.pad_id = self.tokenizer.pad_token_id or 0
@@ -276,6 +277,7 @@ class HFPolicy(Policy):
                 position_ids=step_pos.to(device),
                 past_key_values=cache,
                 use_cache=True,
+                logits_to_keep=1,  # the LM head only where the next token is read
                 **extra,
             )
             cache = out.past_key_values

@@ -22,6 +22,7 @@ import torch
 from tqdm import tqdm
 
 from evoflow.atomic import atomic_path
+from evoflow.policy.attention import attention_implementation
 from evoflow.policy.models import resolve_model
 from evoflow.seeding import py_random
 from evoflow.train.sft_config import SFTConfig
@@ -71,7 +72,9 @@ def train_sft(
     cuda = torch.cuda.is_available()
     dtype = torch.bfloat16 if cuda else torch.float32
     tokenizer = AutoTokenizer.from_pretrained(path)
-    base = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+    base = AutoModelForCausalLM.from_pretrained(
+        path, dtype=dtype, attn_implementation=attention_implementation()
+    )
     if cuda:
         base = base.to("cuda")
     peft_model = _with_lora(base, config, init_adapter)
