@@ -74,3 +74,25 @@ def test_rows_load_from_metrics_files(tmp_path):
         files.append(path)
     loaded = load_row("fedit", "FedIT", files)
     assert loaded.rate("maze") == 50.0 and loaded.pooled == 37.5
+
+
+def test_report_lists_methods_in_table_1_order_whatever_the_config_order(tmp_path):
+    from evoflow.config import load_config
+    from evoflow.methods import methods_from_config
+    from evoflow.report.build import build_report, report_outputs
+
+    config = load_config("tests/configs/tiny.yaml")  # keys come back sorted
+    for name, method in methods_from_config(config).items():
+        for round in method.eval_rounds:
+            for env in config["envs"]:
+                path = tmp_path / name / f"round={round}" / "eval" / f"env={env}"
+                path.mkdir(parents=True)
+                metrics = {"env": env, "successes": 1, "episodes": 2}
+                (path / "metrics.json").write_text(json.dumps(metrics))
+    outputs = report_outputs(config, tmp_path / "reports")
+    rows = build_report(config, tmp_path, outputs)
+    expected = ["pretrained", "local", "centralized", "fedit", "fedse"]
+    assert [r.method for r in rows] == expected
+    table = (tmp_path / "reports" / "table1.md").read_text()
+    titles = [line.split("|")[1].strip() for line in table.splitlines()[2:7]]
+    assert titles == ["Pre-Trained", "Local", "Centralized", "FedIT", "Fed-SE"]

@@ -46,7 +46,9 @@ def build_report(
 ) -> list[Row]:
     """Write every output of ``report_outputs``; return the table rows."""
     results = Path(results)
-    methods = methods_from_config(config)
+    methods = dict(
+        sorted(methods_from_config(config).items(), key=lambda kv: _row_order(*kv))
+    )
     envs = list(config["envs"])
 
     def metric_files(name: str, round: int) -> list[Path]:
