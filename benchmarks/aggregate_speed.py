@@ -182,7 +182,7 @@ def main() -> None:
         up = record["per_client"]["up_mib"]
         print(
             f"comm.json: {record['parameters_per_adapter']:,} params per adapter, "
-            f"{len(record['clients'])} clients; per client up = down = "
+            f"{record['clients']} clients; per client up = down = "
             f"{up['fp32']:.2f} MiB fp32 / {up['bf16']:.2f} MiB bf16; round "
             f"{record['round_mib']['fp32']:.2f} MiB fp32 / "
             f"{record['round_mib']['bf16']:.2f} MiB bf16"
