@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from evoflow.precision import PRECISIONS
+
 
 @dataclass
 class SFTConfig:
@@ -51,6 +53,14 @@ class SFTConfig:
     gradient_checkpointing: bool = field(
         default=False, metadata={"help": "Trade compute for memory."}
     )
+    precision: str = field(
+        default="auto",
+        metadata={
+            "help": "Forward-pass compute dtype: auto (bf16 autocast where the "
+            "hardware has fast bf16, else fp32), float32 or bfloat16.",
+            "choices": PRECISIONS,
+        },
+    )
 
     def __post_init__(self) -> None:
         for name in ("lora_r", "lora_alpha", "batch_size", "grad_accum", "max_length"):
@@ -62,6 +72,11 @@ class SFTConfig:
             raise ValueError(f"epochs must be > 0, got {self.epochs}")
         if not 0 <= self.lora_dropout < 1:
             raise ValueError(f"lora_dropout must be in [0, 1), got {self.lora_dropout}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(
+                f"precision must be one of {', '.join(PRECISIONS)}, "
+                f"got {self.precision!r}"
+            )
         if not 0 <= self.warmup_ratio < 1:
             raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
 

@@ -1,10 +1,17 @@
 """LoRA SFT on stored episodes: a compact loop instead of TRL's SFTTrainer.
 
 Why our own loop (benchmarks/sft_throughput.py measures it against SFTTrainer on
-the same data): the loss is computed only at labelled positions (the LM head —
-a 49k × d matrix for SmolLM2 — runs on assistant tokens instead of every token),
-batches are formed from length-sorted episodes so little padding is processed,
-and the labels are exactly the assistant turns of our multi-turn chats.
+the same data, and against a plain fp32 loop):
+
+- the loss is computed only at labelled positions, in chunks, without ever
+  holding the vocabulary-wide logits of a batch (``lm_loss``);
+- batches are formed from length-sorted episodes and right-padded, so padding
+  never needs an attention mask (causal attention already keeps real tokens
+  from seeing the padding after them) and the fused SDPA kernel runs;
+- tokens after an episode's last labelled token (its closing observation) are
+  never fed to the model;
+- on hardware with fast bf16 (``evoflow.precision``) the forward pass runs under
+  bf16 autocast while LoRA weights and AdamW state stay in fp32.
 
 Gradient accumulation averages over all labelled tokens of an optimizer step, so
 the loss does not depend on how a step is split into micro-batches.
@@ -24,7 +31,9 @@ from tqdm import tqdm
 from evoflow.atomic import atomic_path
 from evoflow.policy.attention import attention_implementation
 from evoflow.policy.models import resolve_model
+from evoflow.precision import resolve_dtype
 from evoflow.seeding import py_random
+from evoflow.train.lm_loss import linear_cross_entropy
 from evoflow.train.sft_config import SFTConfig
 from evoflow.train.sft_data import IGNORE, Example, encode_within
 
@@ -64,21 +73,9 @@ def train_sft(
     dict
         the training summary also written to ``<output>/training.json``.
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     started = time.perf_counter()
     torch.manual_seed(config.seed)
-    path = resolve_model(model)
-    cuda = torch.cuda.is_available()
-    dtype = torch.bfloat16 if cuda else torch.float32
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    base = AutoModelForCausalLM.from_pretrained(
-        path, dtype=dtype, attn_implementation=attention_implementation()
-    )
-    if cuda:
-        base = base.to("cuda")
-    peft_model = _with_lora(base, config, init_adapter)
-
+    tokenizer, peft_model = _load(model, config, init_adapter)
     examples, cut, dropped = _encode_all(tokenizer, chats, config.max_length)
     if cut or dropped:
         log.info(
@@ -103,6 +100,8 @@ def train_sft(
         "loss_curve": curve,
         "final_loss": curve[-1] if curve else None,
         "seconds": round(time.perf_counter() - started, 2),
+        "precision": str(_autocast_dtype(config, _device(peft_model))).split(".")[-1],
+        "peak_rss_mb": peak_rss_mb(),
         "config": config.to_dict(),
         **(metadata or {}),
     }
@@ -111,6 +110,39 @@ def train_sft(
         _portable_config(tmp, model)
         (tmp / METADATA).write_text(json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def _load(model: str, config: SFTConfig, init_adapter):
+    """Tokenizer and LoRA-wrapped model (bf16 weights on GPU, fp32 on CPU)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = resolve_model(model)
+    cuda = torch.cuda.is_available()
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    base = AutoModelForCausalLM.from_pretrained(
+        path,
+        dtype=torch.bfloat16 if cuda else torch.float32,
+        attn_implementation=attention_implementation(),
+    )
+    if cuda:
+        base = base.to("cuda")
+    return tokenizer, _with_lora(base, config, init_adapter)
+
+
+def _device(model) -> torch.device:
+    return next(model.parameters()).device
+
+
+def _autocast_dtype(config: SFTConfig, device: torch.device) -> torch.dtype:
+    """The compute dtype of the forward pass (weights stay as loaded)."""
+    return resolve_dtype(config.precision, device)
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, in MiB (Linux: ru_maxrss KiB)."""
+    import resource
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def _with_lora(base, config: SFTConfig, init_adapter):
@@ -143,8 +175,16 @@ def _encode_all(tokenizer, chats, max_length: int) -> tuple[list[Example], int, 
             dropped += 1
         elif example.trained_tokens:
             cut += example.cut_turns > 0
-            examples.append(example)
+            examples.append(_trim(example))
     return examples, cut, dropped
+
+
+def _trim(example: Example) -> Example:
+    """Drop the tokens after the last labelled one: nothing learns from them."""
+    last = max(i for i, label in enumerate(example.labels) if label != IGNORE)
+    return Example(
+        example.input_ids[: last + 1], example.labels[: last + 1], example.cut_turns
+    )
 
 
 def _batches(
@@ -160,6 +200,20 @@ def _batches(
     return batches
 
 
+def _step_groups(examples: list[Example], config: SFTConfig) -> list[list]:
+    """Micro-batches grouped per optimizer step, over all (fractional) epochs."""
+    full_epochs = math.ceil(config.epochs)
+    per_epoch = [_batches(examples, config, e) for e in range(full_epochs)]
+    if config.epochs < full_epochs:  # a fractional last epoch
+        keep = max(1, round(len(per_epoch[-1]) * (config.epochs - full_epochs + 1)))
+        per_epoch[-1] = per_epoch[-1][:keep]
+    micro = [b for epoch in per_epoch for b in epoch]
+    return [
+        micro[k : k + config.grad_accum]
+        for k in range(0, len(micro), config.grad_accum)
+    ]
+
+
 def _optimise(
     model, examples, config: SFTConfig, pad_id: int, loss_log, progress: bool
 ):
@@ -170,16 +224,7 @@ def _optimise(
             "train: no trainable examples; the adapter keeps its starting weights"
         )
         return 0, [], 0
-    full_epochs = math.ceil(config.epochs)
-    per_epoch = [_batches(examples, config, e) for e in range(full_epochs)]
-    if config.epochs < full_epochs:  # a fractional last epoch
-        keep = max(1, round(len(per_epoch[-1]) * (config.epochs - full_epochs + 1)))
-        per_epoch[-1] = per_epoch[-1][:keep]
-    micro = [b for epoch in per_epoch for b in epoch]
-    groups = [
-        micro[k : k + config.grad_accum]
-        for k in range(0, len(micro), config.grad_accum)
-    ]
+    groups = _step_groups(examples, config)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(
         params, lr=config.learning_rate, weight_decay=config.weight_decay
@@ -191,7 +236,8 @@ def _optimise(
         model.gradient_checkpointing_enable()
         model.enable_input_require_grads()
     model.train()
-    device = next(model.parameters()).device
+    device = _device(model)
+    dtype = _autocast_dtype(config, device)
     curve, trained = [], 0
     sink = open(loss_log, "a") if loss_log else None
     bar = tqdm(
@@ -202,7 +248,7 @@ def _optimise(
             labelled = sum(e.trained_tokens for batch in group for e in batch)
             total = 0.0
             for batch in group:
-                loss = _batch_loss(model, batch, pad_id, device) / labelled
+                loss = _batch_loss(model, batch, pad_id, device, dtype) / labelled
                 loss.backward()
                 total += loss.item()
             torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
@@ -223,31 +269,33 @@ def _optimise(
     return len(groups), curve, trained
 
 
-def _batch_loss(model, batch: list[Example], pad_id: int, device) -> torch.Tensor:
-    """Summed cross-entropy over labelled positions; the LM head sees only those."""
+def _batch_loss(
+    model, batch: list[Example], pad_id: int, device, dtype=torch.float32
+) -> torch.Tensor:
+    """Summed cross-entropy over labelled positions; the LM head sees only those.
+
+    Rows are right-padded and no attention mask is passed: under causal
+    attention a real token never sees the padding after it, and without a mask
+    the fused attention kernel runs. ``dtype`` is the autocast compute dtype.
+    """
     width = max(len(e.input_ids) for e in batch)
     ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
     labels = torch.full((len(batch), width), IGNORE, dtype=torch.long)
-    mask = torch.zeros((len(batch), width), dtype=torch.long)
     for row, example in enumerate(batch):
         n = len(example.input_ids)
         ids[row, :n] = torch.tensor(example.input_ids)
         labels[row, :n] = torch.tensor(example.labels)
-        mask[row, :n] = 1
-    ids, labels, mask = ids.to(device), labels.to(device), mask.to(device)
+    ids, labels = ids.to(device), labels.to(device)
     inner = model.get_base_model()
-    with torch.autocast(
-        device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"
-    ):
-        hidden = inner.get_decoder()(
-            input_ids=ids, attention_mask=mask
-        ).last_hidden_state
-        targets = labels[:, 1:]
-        chosen = targets != IGNORE
-        logits = inner.get_output_embeddings()(hidden[:, :-1][chosen])
-    return torch.nn.functional.cross_entropy(
-        logits.float(), targets[chosen], reduction="sum"
-    )
+    targets = labels[:, 1:]
+    chosen = targets != IGNORE
+    with torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32):
+        hidden = inner.get_decoder()(input_ids=ids).last_hidden_state
+        return linear_cross_entropy(
+            hidden[:, :-1][chosen],
+            inner.get_output_embeddings().weight,
+            targets[chosen],
+        )
 
 
 def _portable_config(folder: Path, model: str) -> None:
