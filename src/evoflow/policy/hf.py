@@ -186,7 +186,7 @@ class HFPolicy(Policy):
     def encode(self, chat: Chat) -> list[int]:
         """Token ids of a chat rendered with the model's template, ready to answer."""
         encoded = self.tokenizer.apply_chat_template(
-            chat, add_generation_prompt=True, tokenize=True
+            chat, add_generation_prompt=True, tokenize=True, enable_thinking=False
         )
         return list(encoded["input_ids"] if hasattr(encoded, "keys") else encoded)
 
