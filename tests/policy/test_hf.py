@@ -4,7 +4,10 @@ import pytest
 import torch
 from peft import LoraConfig, get_peft_model
 
+from evoflow.envs import make_env
 from evoflow.policy.base import SamplingParams
+from evoflow.policy.hf import HFPolicy
+from evoflow.rollout.engine import RolloutSpec, rollout
 
 GREEDY = SamplingParams(temperature=0.0, max_new_tokens=8)
 SAMPLED = SamplingParams(temperature=2.0, max_new_tokens=8)  # diverse on the tiny model
@@ -68,9 +71,9 @@ def test_kv_reuse_across_turns_gives_the_same_replies(tiny):
 
     # Assert
     assert outputs_cached == outputs_plain
-    assert {k for k, _ in tiny._cache} == set(keys)
+    assert tiny._prefixes.episodes() == set(keys)
     tiny.forget(keys)
-    assert not tiny._cache
+    assert not tiny._prefixes.episodes()
 
 
 def test_prompt_that_does_not_fit_is_reported(tiny):
@@ -116,3 +119,47 @@ def test_one_batch_can_mix_adapters(tiny, adapter_dir):
     )
     base = texts(tiny.generate(chats(), SAMPLED, seeds=[1, 2, 3]))
     assert mixed == [adapted[0], base[1], adapted[2]]
+
+
+def test_merged_adapter_gives_the_replies_of_the_unmerged_one(tiny, adapter_dir):
+    # Prepare: the same model with the adapter kept as PEFT layers
+    unmerged = HFPolicy("tiny-random-llama", max_context=1024, merge_lora=False)
+
+    # Execute
+    merged_out = tiny.generate(chats(), GREEDY, adapter=adapter_dir)
+    plain_out = unmerged.generate(chats(), GREEDY, adapter=adapter_dir)
+
+    # Assert: same replies, and each policy took the path it was asked for
+    assert texts(merged_out) == texts(plain_out)
+    assert tiny._merged is not None and unmerged._merged is None
+    assert unmerged.model is not unmerged.base  # a PeftModel
+
+
+def test_bf16_weights_play_the_same_greedy_episodes_as_fp32():
+    # Prepare: eight 4-turn Maze episodes, greedy, fp32 and bf16 weights
+    spec = RolloutSpec(
+        experiment="x",
+        method="m",
+        split="test",
+        source="eval",
+        horizon=4,
+        width=8,
+        sampling=SamplingParams(temperature=0.0, max_new_tokens=24),
+    )
+    tasks = make_env("maze").task_ids("test")[:8]
+
+    # Execute
+    played = {
+        dtype: rollout(
+            HFPolicy("tiny-random-llama", max_context=2048, dtype=dtype),
+            lambda: make_env("maze"),
+            tasks,
+            spec,
+            progress=False,
+        )
+        for dtype in ("float32", "bfloat16")
+    }
+
+    # Assert
+    fp32, bf16 = ([e.messages for e in played[d]] for d in ("float32", "bfloat16"))
+    assert fp32 == bf16

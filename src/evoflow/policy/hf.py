@@ -1,22 +1,24 @@
 """The ``hf`` backend: transformers + PEFT, batched, with per-episode KV caches.
 
 A multi-turn episode re-sends its whole history every turn. Instead of encoding
-it again, the backend keeps each episode's key/value cache (keyed by the caller's
-``keys`` and the adapter) and only encodes the tokens that are new since the last
-call — the longest common token prefix is reused, so a history that tokenizes
-differently the second time is still handled exactly.
+it again, the backend keeps each episode's key/value cache (``evoflow.policy.kv``)
+and only encodes the tokens that are new since the last call; the decoding
+loop itself is ``evoflow.policy.decoding``.
 
-Rows of a batch have different cached lengths, so a batch is laid out as
-``[pad | cached | pad | new]`` per row with an attention mask and explicit
-positions; padding carries no attention weight, so each row computes what it
-would compute alone. Sampling uses one ``torch.Generator`` per row, seeded by the
-caller, so the same chats, seeds and batch give the same replies run after run.
+Adapters: a batch may mix LoRA adapters (PEFT's per-row ``adapter_names``).
+When one adapter serves the whole batch — evaluation of a global adapter,
+exploration of a client — and ``merge_lora`` is on (the default on CPU), the
+adapter is folded into a copy of the base weights once, so decoding runs at the
+base model's speed instead of paying two extra small matmuls per linear layer.
+
+Weights are bf16 where the hardware computes bf16 fast (``evoflow.precision``),
+fp32 elsewhere.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -31,61 +33,15 @@ from evoflow.policy.base import (
     PolicyError,
     SamplingParams,
     per_row,
+    truncate_reply,
 )
+from evoflow.policy.decoding import decode
+from evoflow.policy.kv import PrefixStore
 from evoflow.policy.models import resolve_model
+from evoflow.precision import resolve_dtype
 
 log = logging.getLogger(__name__)
-
-
-def _growing_layer():
-    """A KV cache layer that appends into preallocated storage.
-
-    transformers' DynamicLayer concatenates the whole cache on every decoding
-    step, so a step costs a copy of everything cached so far; this layer doubles
-    its capacity when full, making appends amortised O(new tokens).
-    """
-    from transformers.cache_utils import DynamicLayer
-
-    class GrowingLayer(DynamicLayer):
-        def update(self, key_states, value_states, *args, **kwargs):
-            if not self.is_initialized:
-                self.lazy_initialization(key_states, value_states)
-                self._length = 0
-                self._key_buf = self._value_buf = None
-            needed = self._length + key_states.shape[-2]
-            if self._key_buf is None or needed > self._key_buf.shape[-2]:
-                capacity = max(
-                    needed,
-                    2 * (0 if self._key_buf is None else self._key_buf.shape[-2]),
-                    64,
-                )
-                shape = (*key_states.shape[:-2], capacity, key_states.shape[-1])
-                keys = key_states.new_empty(shape)
-                values = value_states.new_empty(
-                    (*value_states.shape[:-2], capacity, value_states.shape[-1])
-                )
-                if self._length:
-                    keys[..., : self._length, :] = self._key_buf[..., : self._length, :]
-                    values[..., : self._length, :] = self._value_buf[
-                        ..., : self._length, :
-                    ]
-                self._key_buf, self._value_buf = keys, values
-            self._key_buf[..., self._length : needed, :] = key_states
-            self._value_buf[..., self._length : needed, :] = value_states
-            self._length = needed
-            self.keys = self._key_buf[..., :needed, :]
-            self.values = self._value_buf[..., :needed, :]
-            return self.keys, self.values
-
-    return GrowingLayer
-
-
-@dataclass
-class _Cached:
-    """Token ids of an episode so far and their keys/values, one pair per layer."""
-
-    ids: list[int]
-    layers: list[tuple[torch.Tensor, torch.Tensor]]  # each (heads, len, dim)
+BASE = "__base__"  # PEFT's name for "no adapter" in a mixed batch
 
 
 class HFPolicy(Policy):
@@ -100,9 +56,12 @@ class HFPolicy(Policy):
     batch_size
         rows decoded together; larger batches are split.
     dtype
-        ``auto`` (bf16 on GPU, fp32 on CPU), ``float32`` or ``bfloat16``.
+        ``auto`` (bf16 where it is fast, else fp32), ``float32`` or ``bfloat16``.
     reuse_cache
         keep per-episode KV caches between calls (needs ``keys``).
+    merge_lora
+        fold a batch-wide adapter into a copy of the weights (None: on CPU only,
+        where the copy is cheap and the unmerged LoRA costs most).
     """
 
     def __init__(
@@ -113,10 +72,11 @@ class HFPolicy(Policy):
         dtype: str = "auto",
         device: str | None = None,
         reuse_cache: bool = True,
+        merge_lora: bool | None = None,
     ) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        path = resolve_model(model)
+        self.path = resolve_model(model)
         self.model_id = model
         self.max_context = max_context
         self.batch_size = batch_size
@@ -124,17 +84,22 @@ class HFPolicy(Policy):
         self.device = torch.device(
             device or ("cuda" if torch.cuda.is_available() else "cpu")
         )
-        self.dtype = _dtype(dtype, self.device)
-        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.dtype = resolve_dtype(dtype, self.device)
+        self.merge_lora = (
+            self.device.type == "cpu" if merge_lora is None else merge_lora
+        )
+        self.tokenizer = AutoTokenizer.from_pretrained(self.path)
         self.base = AutoModelForCausalLM.from_pretrained(
-            path, dtype=self.dtype, attn_implementation=attention_implementation()
+            self.path, dtype=self.dtype, attn_implementation=attention_implementation()
         ).to(self.device)
         self.base.eval()
         self.model = self.base  # becomes a PeftModel once an adapter is loaded
         self.pad_id = self.tokenizer.pad_token_id or 0
         self.stop_ids = _stop_ids(self.tokenizer)
-        self._adapters: dict[str, str] = {}  # digest -> adapter name
-        self._cache: dict[tuple[str, str | None], _Cached] = {}
+        self._paths: dict[str, str] = {}  # digest -> adapter folder
+        self._adapters: dict[str, str] = {}  # digest -> name inside the PeftModel
+        self._merged: tuple[str, torch.nn.Module] | None = None
+        self._prefixes = PrefixStore()
 
     # --- Policy ------------------------------------------------------------
 
@@ -175,12 +140,11 @@ class HFPolicy(Policy):
         return results  # type: ignore[return-value]
 
     def forget(self, keys: list[str]) -> None:
-        gone = set(keys)
-        for cache_key in [k for k in self._cache if k[0] in gone]:
-            del self._cache[cache_key]
+        self._prefixes.forget(keys)
 
     def close(self) -> None:
-        self._cache.clear()
+        self._prefixes.clear()
+        self._merged = None
         self.model = self.base = None  # type: ignore[assignment]
 
     def encode(self, chat: Chat) -> list[int]:
@@ -193,37 +157,83 @@ class HFPolicy(Policy):
     # --- adapters ----------------------------------------------------------
 
     def _tag(self, adapter: str | None) -> str | None:
-        """The content digest of an adapter, loading it on first use (None: base)."""
+        """The content digest of an adapter (None: the base model)."""
         if adapter is None:
             return None
-        digest = adapter_digest(adapter)
-        if digest not in self._adapters:
-            self._load_adapter(adapter, digest)
-        return digest
-
-    def _adapter_names(self, tags: list[str | None]) -> list[str] | None:
-        """Per-row adapter names for PEFT's mixed-batch forward (None: no PEFT yet)."""
-        if self.model is self.base:
-            return None
-        return [self._adapters[t] if t is not None else "__base__" for t in tags]
-
-    def _load_adapter(self, adapter: str, digest: str) -> None:
-        from peft import PeftModel
-
-        name = f"a{len(self._adapters)}"
         if not (Path(adapter) / "adapter_config.json").is_file():
             raise PolicyError(
                 f"{adapter}: not a PEFT adapter folder (no adapter_config.json)"
             )
-        if self.model is self.base:
-            self.model = PeftModel.from_pretrained(
-                self.base, adapter, adapter_name=name
-            )
+        digest = adapter_digest(adapter)
+        self._paths.setdefault(digest, str(adapter))
+        return digest
+
+    def _forward_for(self, tags: list[str | None]):
+        """The model call for a batch whose original rows carry ``tags``."""
+        if len(set(tags)) == 1 and tags[0] is not None and self.merge_lora:
+            model, names = self._merged_model(tags[0]), None
+        elif set(tags) == {None} and self.model is self.base:
+            model, names = self.base, None
         else:
-            self.model.load_adapter(adapter, adapter_name=name)
-        self.model.eval()
-        self._adapters[digest] = name
-        log.info("loaded adapter %s as %s", adapter, name)
+            model = self._peft(tags)
+            names = [self._adapters[t] if t is not None else BASE for t in tags]
+        device = self.device
+
+        def forward(ids, mask, positions, cache, rows):
+            extra = {} if names is None else {"adapter_names": [names[r] for r in rows]}
+            out = model(
+                input_ids=ids.to(device),
+                attention_mask=mask.to(device),
+                position_ids=positions.to(device),
+                past_key_values=cache,
+                use_cache=True,
+                logits_to_keep=1,  # the LM head only where the next token is read
+                **extra,
+            )
+            return out.logits[:, -1, :]
+
+        return forward
+
+    def _peft(self, tags: list[str | None]):
+        """The PeftModel with every adapter of ``tags`` loaded."""
+        from peft import PeftModel
+
+        for tag in dict.fromkeys(t for t in tags if t is not None):
+            if tag in self._adapters:
+                continue
+            name = f"a{len(self._adapters)}"
+            if self.model is self.base:
+                self.model = PeftModel.from_pretrained(
+                    self.base, self._paths[tag], adapter_name=name
+                )
+            else:
+                self.model.load_adapter(self._paths[tag], adapter_name=name)
+            self.model.eval()
+            self._adapters[tag] = name
+            log.info("loaded adapter %s as %s", self._paths[tag], name)
+        return self.model
+
+    def _merged_model(self, tag: str) -> torch.nn.Module:
+        """A copy of the base with adapter ``tag`` folded in (one kept at a time)."""
+        if self._merged is not None and self._merged[0] == tag:
+            return self._merged[1]
+        from peft import PeftModel
+        from transformers import AutoModelForCausalLM
+
+        self._merged = None
+        if self.model is self.base:  # the base holds no LoRA layers: copy it
+            fresh = copy.deepcopy(self.base)
+        else:
+            fresh = AutoModelForCausalLM.from_pretrained(
+                self.path,
+                dtype=self.dtype,
+                attn_implementation=attention_implementation(),
+            ).to(self.device)
+        merged = PeftModel.from_pretrained(fresh, self._paths[tag]).merge_and_unload()
+        merged.eval()
+        self._merged = (tag, merged)
+        log.info("merged adapter %s into a copy of the weights", self._paths[tag])
+        return merged
 
     # --- decoding ----------------------------------------------------------
 
@@ -236,150 +246,43 @@ class HFPolicy(Policy):
         cache_keys: list[tuple[str, str | None] | None],
         tags: list[str | None],
     ) -> list[Generation]:
-        from transformers.cache_utils import Cache
-
-        rows = len(prompts)
-        reused = [
-            self._reusable(key, prompt)
+        matches = [
+            self._prefixes.match(key, prompt)
             for key, prompt in zip(cache_keys, prompts, strict=True)
         ]
-        lengths = [r[0] for r in reused]
-        past = max(lengths)
-        new = [prompt[n:] for prompt, n in zip(prompts, lengths, strict=True)]
-        width = max(len(t) for t in new)
-        device = self.device
 
-        input_ids = torch.full((rows, width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((rows, past + width), dtype=torch.long)
-        positions = torch.zeros((rows, width), dtype=torch.long)
-        for r, (n, tokens) in enumerate(zip(lengths, new, strict=True)):
-            input_ids[r, width - len(tokens) :] = torch.tensor(tokens)
-            mask[r, past - n : past] = 1
-            mask[r, past + width - len(tokens) :] = 1
-            positions[r, width - len(tokens) :] = torch.arange(n, n + len(tokens))
-        cache = Cache(layer_class_to_replicate=_growing_layer())
-        if past:
-            for layer, (keys, values) in enumerate(self._stack(reused, past)):
-                cache.update(keys, values, layer)
+        def keep(row, tokens, cache, index, mask_row) -> None:
+            if cache_keys[row] is None:
+                return
+            columns = mask_row.bool().to(self.device)
+            known = int(columns.sum()) - len(prompts[row])
+            ids = prompts[row] + tokens[:known]
+            self._prefixes.keep(cache_keys[row], ids, cache, index, columns)
 
-        generators = [torch.Generator().manual_seed(int(s) % (2**63)) for s in seeds]
-        generated: list[list[int]] = [[] for _ in range(rows)]
-        finish = ["length"] * rows
-        running = torch.ones(rows, dtype=torch.bool)
-        next_pos = positions[:, -1] + 1
-        step_ids, step_pos = input_ids, positions
-        names = self._adapter_names(tags)
-        extra = {} if names is None else {"adapter_names": names}
-        for _ in range(params.max_new_tokens):
-            out = self.model(
-                input_ids=step_ids.to(device),
-                attention_mask=mask.to(device),
-                position_ids=step_pos.to(device),
-                past_key_values=cache,
-                use_cache=True,
-                logits_to_keep=1,  # the LM head only where the next token is read
-                **extra,
-            )
-            cache = out.past_key_values
-            tokens = _sample(out.logits[:, -1, :].float().cpu(), params, generators)
-            for r in range(rows):
-                if running[r]:
-                    generated[r].append(int(tokens[r]))
-                    if int(tokens[r]) in self.stop_ids:
-                        running[r] = False
-                        finish[r] = "stop"
-            if not running.any():
-                break
-            # Finished rows keep decoding padding that nothing attends to.
-            step_ids = torch.where(
-                running, tokens, torch.full_like(tokens, self.pad_id)
-            ).unsqueeze(1)
-            mask = torch.cat([mask, running.long().unsqueeze(1)], dim=1)
-            step_pos = next_pos.unsqueeze(1)
-            next_pos = next_pos + 1
-
+        out = decode(
+            self._forward_for(tags),
+            prompts,
+            matches,
+            params,
+            seeds,
+            self.pad_id,
+            self.stop_ids,
+            keep,
+        )
         return [
-            self._finish(
-                r,
-                prompts[r],
-                generated[r],
-                finish[r],
-                mask[r],
-                cache,
-                cache_keys[r],
-                params,
+            self._generation(prompt, tokens, finish, params)
+            for prompt, tokens, finish in zip(
+                prompts, out.generated, out.finish, strict=True
             )
-            for r in range(rows)
         ]
 
-    def _finish(
-        self, r, prompt, tokens, finish, row_mask, cache, cache_key, params
-    ) -> Generation:
-        from evoflow.policy.base import truncate_reply
-
+    def _generation(self, prompt, tokens, finish, params) -> Generation:
         text_tokens = tokens[:-1] if finish == "stop" else tokens
         text, cut = truncate_reply(
             self.tokenizer.decode(text_tokens, skip_special_tokens=True),
             params.max_reply_bytes,
         )
-        if cache_key is not None:
-            # The mask marks this row's real tokens; the cache holds one column
-            # per position except the last sampled token, which was never fed back.
-            keep = row_mask[: cache.get_seq_length()].bool().to(self.device)
-            layers = [
-                (layer.keys[r][:, keep].clone(), layer.values[r][:, keep].clone())
-                for layer in cache.layers
-            ]
-            self._cache[cache_key] = _Cached(
-                ids=prompt + tokens[: int(keep.sum()) - len(prompt)], layers=layers
-            )
         return Generation(text, len(prompt), len(tokens), "length" if cut else finish)
-
-    def _reusable(self, key, prompt: list[int]) -> tuple[int, _Cached | None]:
-        """How many leading prompt tokens the episode's cache already holds."""
-        cached = self._cache.get(key) if key is not None else None
-        if cached is None:
-            return 0, None
-        limit = min(len(cached.ids), len(prompt) - 1)  # at least one token is fed
-        n = 0
-        while n < limit and cached.ids[n] == prompt[n]:
-            n += 1
-        return n, cached
-
-    def _stack(self, reused, past: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """Batch cache: each row's reused prefix right-aligned in ``past`` columns."""
-        template = next(c for _, c in reused if c is not None).layers
-        stacked = []
-        for layer, (k0, _v0) in enumerate(template):
-            heads, _, dim = k0.shape
-            keys = torch.zeros(
-                (len(reused), heads, past, dim), dtype=k0.dtype, device=k0.device
-            )
-            values = torch.zeros_like(keys)
-            for r, (n, cached) in enumerate(reused):
-                if n:
-                    keys[r, :, past - n :] = cached.layers[layer][0][:, :n]
-                    values[r, :, past - n :] = cached.layers[layer][1][:, :n]
-            stacked.append((keys, values))
-        return stacked
-
-
-def _sample(logits: torch.Tensor, params: SamplingParams, generators) -> torch.Tensor:
-    """Next token per row: argmax at temperature 0, else seeded nucleus sampling."""
-    if params.temperature == 0:
-        return logits.argmax(dim=-1)
-    probs = torch.softmax(logits / params.temperature, dim=-1)
-    if params.top_p < 1.0:
-        sorted_probs, order = probs.sort(dim=-1, descending=True)
-        outside = sorted_probs.cumsum(dim=-1) - sorted_probs > params.top_p
-        sorted_probs[outside] = 0.0
-        probs = torch.zeros_like(probs).scatter(-1, order, sorted_probs)
-    return torch.stack(
-        [
-            torch.multinomial(p, 1, generator=g)[0]
-            for p, g in zip(probs, generators, strict=True)
-        ]
-    )
 
 
 def _stop_ids(tokenizer) -> set[int]:
@@ -389,18 +292,3 @@ def _stop_ids(tokenizer) -> set[int]:
         if isinstance(token_id, int) and token_id != tokenizer.unk_token_id:
             ids.add(token_id)
     return {i for i in ids if i is not None}
-
-
-def _dtype(name: str, device: torch.device) -> torch.dtype:
-    if name == "auto":
-        return torch.bfloat16 if device.type == "cuda" else torch.float32
-    try:
-        return {
-            "float32": torch.float32,
-            "bfloat16": torch.bfloat16,
-            "float16": torch.float16,
-        }[name]
-    except KeyError:
-        raise ValueError(
-            f"dtype {name!r} is not auto, float32, bfloat16 or float16"
-        ) from None
