@@ -54,15 +54,93 @@ def test_turns_flagged_without_loss_are_not_learned(tokenizer):
     assert labelled_text(tokenizer, encode(tokenizer, chat)) == "Action: go<|im_end|>"
 
 
-def test_long_episodes_keep_opening_and_latest_turns(tokenizer, chats):
-    chat = chats[0]
-    full = encode(tokenizer, chat)
-    cut = encode_within(tokenizer, chat, max_length=len(full.input_ids) - 40)
-    assert cut is not None and cut.cut_turns >= 1
-    assert cut.input_ids[:20] == full.input_ids[:20]  # the system prompt stays
-    kept = [m["content"] for m in chat if m["role"] == "assistant"][cut.cut_turns :]
+SYSTEM = {"role": "system", "content": "Reach the goal.", "loss": False}
+TASK = {"role": "user", "content": "Task: go to 4. You are at 1.", "loss": False}
+
+
+def turn(position: int) -> list[dict]:
+    """One observation and the reply that answers it."""
+    return [
+        {"role": "user", "content": f"You are at {position}.", "loss": False},
+        {"role": "assistant", "content": f"Action: leave {position}", "loss": True},
+    ]
+
+
+def long_chat() -> list[dict]:
+    first = {"role": "assistant", "content": "Action: leave 1", "loss": True}
+    closing = {"role": "user", "content": "You reached 4.", "loss": False}
+    return [SYSTEM, TASK, first, *turn(2), *turn(3), closing]
+
+
+def chat_ids(tokenizer, messages: list[dict]) -> list[int]:
+    chat = [{"role": m["role"], "content": m["content"]} for m in messages]
+    return list(tokenizer.apply_chat_template(chat, tokenize=True)["input_ids"])
+
+
+@pytest.mark.parametrize("dropped", [1, 2])
+def test_long_episodes_keep_opening_and_whole_turns_from_an_observation(
+    tokenizer, dropped
+):
+    # Prepare: the chats a cut must produce, written out by hand
+    closing = long_chat()[-1]
+    expected = {
+        1: [SYSTEM, TASK, *turn(2), *turn(3), closing],
+        2: [SYSTEM, TASK, *turn(3), closing],
+    }[dropped]
+    budget = len(chat_ids(tokenizer, expected))
+    assert budget < len(chat_ids(tokenizer, long_chat()))
+
+    # Execute
+    cut = encode_within(tokenizer, long_chat(), max_length=budget)
+
+    # Assert: every kept action follows the observation it answers
+    assert cut is not None and cut.cut_turns == dropped
+    assert cut.input_ids == chat_ids(tokenizer, expected)
+    kept = ["Action: leave 2", "Action: leave 3"][dropped - 1 :]
     assert labelled_text(tokenizer, cut) == "".join(k + "<|im_end|>" for k in kept)
-    assert encode_within(tokenizer, chat, max_length=50) is None
+
+
+def test_episode_too_long_even_for_its_last_turn_is_dropped(tokenizer):
+    # Prepare
+    last_only = [SYSTEM, TASK, *turn(3), long_chat()[-1]]
+
+    # Execute
+    cut = encode_within(
+        tokenizer, long_chat(), max_length=len(chat_ids(tokenizer, last_only)) - 1
+    )
+
+    # Assert
+    assert cut is None
+
+
+ALTERNATING = (
+    "{% set system = messages[0]['content'] if messages[0]['role'] == 'system' "
+    "else '' %}{% set chat = messages[1:] if system else messages %}"
+    "{% for m in chat %}{% if (m['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate') }}{% endif %}"
+    "{% if m['role'] == 'user' %}{{ '[INST] ' + (system + ' ' if loop.first "
+    "and system else '') + m['content'] + ' [/INST]' }}"
+    "{% else %}{{ ' ' + m['content'] + ' </s>' }}{% endif %}{% endfor %}"
+)
+
+
+def test_cut_under_a_template_that_wants_alternating_roles():
+    # Prepare: a Llama-2-like template refuses two user messages in a row
+    strict = AutoTokenizer.from_pretrained(resolve_model("tiny-random-llama"))
+    strict.chat_template = ALTERNATING
+    expected = (
+        "[INST] Reach the goal. Task: go to 4. You are at 1.\n\nYou are at 3. "
+        "[/INST] Action: leave 3 </s>[INST] You reached 4. [/INST]"
+    )
+    budget = len(strict(expected, add_special_tokens=False)["input_ids"])
+
+    # Execute
+    cut = encode_within(strict, long_chat(), max_length=budget)
+
+    # Assert: the task and the kept observation share one user message
+    assert cut is not None and cut.cut_turns == 2
+    assert strict.decode(cut.input_ids) == expected
+    assert labelled_text(strict, cut) == " Action: leave 3 </s>"
 
 
 @pytest.mark.slow

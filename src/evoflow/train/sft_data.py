@@ -71,20 +71,57 @@ def encode(tokenizer, messages: list[dict]) -> Example:
 def encode_within(tokenizer, messages: list[dict], max_length: int) -> Example | None:
     """Encode; if too long, keep the opening and the latest whole turns that fit.
 
-    The opening is everything up to the first assistant message (system prompt,
-    task). Returns None when not even the opening plus one turn fits.
+    The opening runs up to the user message that the first trained reply answers
+    (system prompt and task; for AgentTraj chats also the instruction and its
+    acknowledgement). The kept turns start at a user (observation) message, so
+    every kept reply still follows the observation it answers. A template that
+    insists on alternating roles gets the task and the first kept observation
+    joined into one user message. Returns None when not even the opening plus
+    one observation and its reply fit (or nothing is trained).
     """
     example = encode(tokenizer, messages)
     if len(example.input_ids) <= max_length:
         return example
-    first = next(
-        (i for i, m in enumerate(messages) if m["role"] == "assistant"), len(messages)
-    )
-    opening, rest = messages[:first], messages[first:]
-    starts = [i for i, m in enumerate(rest) if m["role"] == "assistant"]
-    for cut, start in enumerate(starts[1:], start=1):
-        shorter = encode(tokenizer, opening + rest[start:])
+    opening_end = _opening_end(messages)
+    if opening_end is None:
+        return None
+    opening, rest = messages[:opening_end], messages[opening_end:]
+    last = max(i for i, m in enumerate(rest) if is_trained(m))
+    starts = [i for i in range(1, last) if rest[i]["role"] == "user"]
+    # Dropping more turns never lengthens the chat: find the first cut that fits.
+    low, high, best = 0, len(starts), None
+    while low < high:
+        middle = (low + high) // 2
+        shorter = _encode_cut(tokenizer, opening, rest[starts[middle] :])
         if len(shorter.input_ids) <= max_length:
-            shorter.cut_turns = cut
-            return shorter
-    return None
+            best, high = (middle, shorter), middle
+        else:
+            low = middle + 1
+    if best is None:
+        return None
+    dropped = rest[: starts[best[0]]]
+    best[1].cut_turns = sum(m["role"] == "assistant" for m in dropped)
+    return best[1]
+
+
+def _opening_end(messages: list[dict]) -> int | None:
+    """Index just past the user message that the first trained reply answers."""
+    first = next((i for i, m in enumerate(messages) if is_trained(m)), None)
+    if first is None:
+        return None
+    users = [i for i in range(first) if messages[i]["role"] == "user"]
+    return users[-1] + 1 if users else first
+
+
+def _encode_cut(tokenizer, opening: list[dict], kept: list[dict]) -> Example:
+    """Encode opening + kept turns (two user messages in a row where allowed)."""
+    from jinja2 import TemplateError
+
+    try:
+        return encode(tokenizer, opening + kept)
+    except TemplateError:  # e.g. Llama-2's template: roles must alternate
+        if not (opening and opening[-1]["role"] == kept[0]["role"] == "user"):
+            raise
+        task = opening[-1]
+        joined = {**task, "content": f"{task['content']}\n\n{kept[0]['content']}"}
+        return encode(tokenizer, [*opening[:-1], joined, *kept[1:]])
