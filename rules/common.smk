@@ -4,7 +4,7 @@ import os
 import re
 
 from evoflow.config import config_hash, validate_config
-from evoflow.methods import methods_from_config
+from evoflow.methods import POOLED, methods_from_config
 from evoflow.report.build import rank_methods, report_outputs
 
 # Fill defaults in place so every rule sees the same resolved config; a wrong

@@ -13,7 +13,7 @@ rule train_client:
         method=methods_where(lambda kind: kind.federated or kind.per_env),
     params:
         model=config["model"]["name"],
-        sft=lambda wc: method_of(wc).sft.to_dict(),
+        sft=lambda wc: method_of(wc).sft_for(int(wc.round), wc.env).to_dict(),
         loss_log=f"{LOGS}/{{method}}/round={{round}}/train/{{env}}.loss.jsonl",
     threads: 1
     conda:
@@ -33,7 +33,7 @@ rule train_pooled:
         method=methods_where(lambda kind: kind.pooled),
     params:
         model=config["model"]["name"],
-        sft=lambda wc: method_of(wc).sft.to_dict(),
+        sft=lambda wc: method_of(wc).sft_for(int(wc.round), POOLED).to_dict(),
         loss_log=f"{LOGS}/{{method}}/round={{round}}/train/pooled.loss.jsonl",
     threads: 1
     conda:

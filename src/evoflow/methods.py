@@ -20,14 +20,26 @@ Round ``t`` of a federated method starts from the global adapter of round
 seed buffer): only the accumulation of earlier rounds' explored successes is
 removed — without demonstrations a weak base model has nothing to learn from in
 round 1, which the paper's 64.1 % for this variant rules out.
+
+Each training job gets its own SFT seed (batch order, LoRA dropout), derived
+from (experiment seed, method, round, client) by ``Method.sft_for``. The trainer
+also seeds a fresh LoRA's initialisation with it, so in round 1 of a federated
+method — where every client starts from a fresh LoRA that stands for the one
+global adapter the server broadcasts — the seed is shared by all clients of the
+round; from round 2 on clients start from the global adapter and each client's
+seed is its own.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from evoflow.seeding import derive_seed
 from evoflow.train.sft_config import SFTConfig
+
+POOLED = "pooled"  # the client name of a Centralized (pooled-data) training job
+ALL_CLIENTS = "all-clients"
 
 
 @dataclass(frozen=True)
@@ -82,6 +94,28 @@ class Method:
     @property
     def final_round(self) -> int:
         return self.eval_rounds[-1]
+
+    def sft_for(self, round: int, client: str) -> SFTConfig:
+        """The SFT settings of one training job, with the job's own seed.
+
+        Parameters
+        ----------
+        round
+            training round (1 for methods trained once).
+        client
+            the client's env, or ``POOLED`` for a Centralized adapter.
+
+        Returns
+        -------
+        SFTConfig
+            ``self.sft`` whose ``seed`` is derived from (experiment seed, method,
+            round, client); all clients of a federated method's round 1 share
+            theirs, so their fresh LoRAs start from the same weights.
+        """
+        shared = self.kind.federated and round == 1
+        who = ALL_CLIENTS if shared else client
+        seed = derive_seed(self.sft.seed, "sft", self.name, round, who)
+        return replace(self.sft, seed=seed)
 
     def settings(self) -> dict[str, Any]:
         """Everything that decides this method's artifacts (rule params)."""

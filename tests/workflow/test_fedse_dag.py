@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -12,6 +13,7 @@ import time
 import pytest
 import yaml
 
+from evoflow.seeding import derive_seed
 from evoflow.store.query import connect
 from tests.workflow.conftest import ROOT, TINY, dry_run_jobs, planned_jobs, snakemake
 
@@ -38,6 +40,30 @@ def test_run_produces_table_figures_and_a_complete_store(tiny_run):
         "SELECT DISTINCT round FROM episodes WHERE method = 'fedse' ORDER BY 1"
     ).fetchall()
     assert rounds == [(1,), (2,)]
+
+
+def test_training_jobs_ran_with_their_own_seeds(tiny_run):
+    # Prepare: where each job's training.json lies, and its seed worked out by hand
+    results = tiny_run / "results" / "tiny"
+    expected = {
+        "fedse/round=1/client=maze": derive_seed(0, "sft", "fedse", 1, "all-clients"),
+        "fedse/round=1/client=wordle": derive_seed(0, "sft", "fedse", 1, "all-clients"),
+        "fedse/round=2/client=maze": derive_seed(0, "sft", "fedse", 2, "maze"),
+        "fedse/round=2/client=wordle": derive_seed(0, "sft", "fedse", 2, "wordle"),
+        "local/round=1/client=maze": derive_seed(0, "sft", "local", 1, "maze"),
+        "centralized/round=1/global": derive_seed(0, "sft", "centralized", 1, "pooled"),
+    }
+
+    # Execute
+    seeds = {
+        job: json.loads((results / job / "adapter" / "training.json").read_text())[
+            "config"
+        ]["seed"]
+        for job in expected
+    }
+
+    # Assert
+    assert seeds == expected
 
 
 def test_second_run_does_nothing(tiny_run):
