@@ -7,7 +7,9 @@ rule expert_demos:
     log:
         f"{LOGS}/expert/{{env}}.log",
     params:
-        env=lambda wc: {k: config["envs"][wc.env][k] for k in ("demos", "demos_file")},
+        env=lambda wc: {
+            k: config["envs"][wc.env][k] for k in ("demos", "demos_file", "max_turns")
+        },
         experiment=EXP,
         seed=config["seed"],
     conda:

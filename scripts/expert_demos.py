@@ -18,6 +18,7 @@ info = write_demos(
     config_hash=config_hash(
         dict(env, experiment=snakemake.params.experiment, seed=snakemake.params.seed)
     ),
+    max_turns=env["max_turns"],
     demos_file=env["demos_file"],
 )
 print(f"{info.rows} demonstrations -> {info.path}", file=sys.stderr)

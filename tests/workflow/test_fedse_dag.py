@@ -36,6 +36,10 @@ def test_run_produces_table_figures_and_a_complete_store(tiny_run):
         and sources["explore"] == 2 * 2 * 2
         and sources["eval"] > 0
     )
+    longest_demo = con.sql(
+        "SELECT max(n_turns), min(horizon) FROM episodes WHERE source = 'expert'"
+    ).fetchall()[0]
+    assert longest_demo[0] <= 2 and longest_demo[1] == 2  # tiny.yaml: max_turns 2
     rounds = con.sql(
         "SELECT DISTINCT round FROM episodes WHERE method = 'fedse' ORDER BY 1"
     ).fetchall()
