@@ -12,7 +12,8 @@ fedse                        federated self-evolution: explore, keep successes,
                              accumulate, train, average
 fedse_no_history             buffer = expert demos + this round's successes only
 fedse_no_filter              every explored episode enters the buffer
-fedse_weighted               aggregation weighted by successful episodes
+fedse_weighted               aggregation weighted by each client's explored
+                             successes (see below)
 ============================ ========================================================
 
 Round ``t`` of a federated method starts from the global adapter of round
@@ -20,6 +21,16 @@ Round ``t`` of a federated method starts from the global adapter of round
 seed buffer): only the accumulation of earlier rounds' explored successes is
 removed — without demonstrations a weak base model has nothing to learn from in
 round 1, which the paper's 64.1 % for this variant rules out.
+
+``w/ Weighted Avg`` weights each client by "the number of successful
+trajectories". We read that as the successful episodes the client's own
+exploration has put into its buffer so far (``buffer_explored_successes`` in
+the adapter's ``training.json``): the expert demonstrations are left out, since
+they are a fixed seed set, not trajectories the client succeeded in, and
+counting them would weight clients by the size of their demonstration set. In a
+round where every client's count is 0 the server takes the unweighted mean
+instead and says so in ``comm.json`` (``applied: mean`` and a ``fallback``
+reason).
 
 Each training job gets its own SFT seed (batch order, LoRA dropout), derived
 from (experiment seed, method, round, client) by ``Method.sft_for``. The trainer
@@ -50,7 +61,7 @@ class Kind:
     explores: bool = False  # clients play their env every round
     history: bool = True  # buffers accumulate earlier rounds
     select: str = "success"  # which explored episodes enter the buffer
-    weighted: bool = False  # aggregation weights = buffer episodes
+    weighted: bool = False  # aggregation weights = explored successes in the buffer
     per_env: bool = False  # one adapter per env, evaluated on that env only
     pooled: bool = False  # one adapter on all envs' data, no federation
 

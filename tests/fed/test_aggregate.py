@@ -8,6 +8,7 @@ from safetensors.torch import load_file, save_file
 
 from evoflow.fed import aggregate_adapters, mean, weighted_mean
 from evoflow.fed.adapters import AdapterMismatch
+from evoflow.fed.aggregate import client_weights
 from evoflow.fed.comm import DecoderShape, lora_parameters, round_traffic
 
 CONFIG = {"peft_type": "LORA", "r": 2, "lora_alpha": 4, "target_modules": ["q_proj", "v_proj"],
@@ -77,6 +78,65 @@ def test_weighted_aggregation(tmp_path):
     )
     merged = load_file(tmp_path / "g" / "adapter_model.safetensors")
     assert torch.allclose(next(iter(merged.values())), torch.full((2, 8), 0.75))
+
+
+def report_counts(folder, successes: int, explored: int):
+    """The counts a client's training job writes beside its adapter."""
+    (folder / "training.json").write_text(
+        json.dumps(
+            {"buffer_successes": successes, "buffer_explored_successes": explored}
+        )
+    )
+    return folder
+
+
+def test_weighted_ablation_weights_by_explored_successes(tmp_path):
+    # Prepare: 10 demos each; the clients' own exploration found 1, 3 and 0 successes
+    clients = [
+        report_counts(write_adapter(tmp_path / f"c{k}", scale=scale), 10 + n, n)
+        for k, (scale, n) in enumerate([(1.0, 1), (5.0, 3), (100.0, 0)])
+    ]
+
+    # Execute
+    weights = client_weights(clients)
+    record = aggregate_adapters(
+        clients, tmp_path / "g", tmp_path / "c.json", "weighted", weights
+    )
+
+    # Assert: (1·1 + 3·5 + 0·100) / 4 = 4 for A; B holds the negated scales
+    assert weights == [1.0, 3.0, 0.0]
+    merged = load_file(tmp_path / "g" / "adapter_model.safetensors")
+    a_name, b_name = sorted(merged)
+    assert torch.allclose(merged[a_name], torch.full((2, 8), 4.0))
+    assert torch.allclose(merged[b_name], torch.full((8, 2), -4.0))
+    assert record["applied"] == "weighted" and record["fallback"] is None
+
+
+def test_weighted_ablation_with_no_explored_success_takes_the_mean(tmp_path):
+    # Prepare: demos succeed, exploration found nothing anywhere
+    clients = [
+        report_counts(write_adapter(tmp_path / f"c{k}", scale=scale), 10, 0)
+        for k, scale in enumerate([1.0, 2.0, 6.0])
+    ]
+
+    # Execute
+    aggregate_adapters(
+        clients,
+        tmp_path / "g",
+        tmp_path / "c.json",
+        "weighted",
+        client_weights(clients),
+    )
+
+    # Assert: (1 + 2 + 6) / 3 = 3, and comm.json says why
+    merged = load_file(tmp_path / "g" / "adapter_model.safetensors")
+    assert all(
+        torch.allclose(t.abs(), torch.full_like(t, 3.0)) for t in merged.values()
+    )
+    comm = json.loads((tmp_path / "c.json").read_text())
+    assert comm["strategy"] == "weighted" and comm["applied"] == "mean"
+    assert comm["weights"] == [0.0, 0.0, 0.0]
+    assert "every client's weight is 0" in comm["fallback"]
 
 
 @pytest.mark.parametrize(

@@ -16,12 +16,13 @@ log = logging.getLogger(__name__)
 
 
 def client_weights(
-    client_folders: Sequence[str | Path], key: str = "buffer_successes"
+    client_folders: Sequence[str | Path], key: str = "buffer_explored_successes"
 ) -> list[float]:
     """Per-client weights reported in each adapter's ``training.json``.
 
-    The default is the number of successful episodes the client trained on (the
-    Fed-SE "w/ Weighted Avg" ablation). A client reports a count, not data.
+    The default is the number of successful episodes the client's own
+    exploration put in its buffer (expert demonstrations not counted): the
+    Fed-SE "w/ Weighted Avg" ablation. A client reports a count, not data.
     """
     weights = []
     for folder in client_folders:
@@ -51,7 +52,9 @@ def aggregate_adapters(
     client_folders
         one PEFT adapter folder per client, all of the same rank/targets/base.
     strategy
-        ``mean`` (unweighted) or ``weighted`` (needs ``weights``).
+        ``mean`` (unweighted) or ``weighted`` (needs ``weights``). When every
+        weight is 0 the weighted strategy falls back to the unweighted mean;
+        comm.json records ``applied: mean`` and the reason under ``fallback``.
     previous_comm
         last round's comm.json, for cumulative totals.
     """
@@ -59,7 +62,12 @@ def aggregate_adapters(
         raise ValueError(f"strategy {strategy!r} is not one of {sorted(STRATEGIES)}")
     adapters = [load_adapter(f) for f in client_folders]
     check_compatible(adapters)
-    merged = STRATEGIES[strategy]().aggregate([a.tensors for a in adapters], weights)
+    applied, fallback = strategy, None
+    if strategy == "weighted" and weights is not None and not any(weights):
+        applied = "mean"
+        fallback = "every client's weight is 0: unweighted mean used instead"
+        log.warning("aggregate: round %d: %s", round, fallback)
+    merged = STRATEGIES[applied]().aggregate([a.tensors for a in adapters], weights)
     save_adapter(output, adapters[0].config, merged)
     previous = json.loads(Path(previous_comm).read_text()) if previous_comm else None
     record = with_cumulative(
@@ -68,6 +76,8 @@ def aggregate_adapters(
     record.update(
         round=round,
         strategy=strategy,
+        applied=applied,
+        fallback=fallback,
         weights=list(weights) if weights is not None else None,
         client_folders=[str(f) for f in client_folders],
         rank=adapters[0].config.get("r"),

@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 
 from evoflow.provenance import sha256_file
-from evoflow.store import load_episodes, table_to_episodes
+from evoflow.store import Episode, load_episodes, table_to_episodes
 from evoflow.train.sft_config import SFTConfig
 from evoflow.train.sft_trainer import train_sft
 
@@ -26,7 +26,7 @@ def train_from_manifest(
     """LoRA SFT on every episode a manifest selects (hashes verified on read).
 
     ``training.json`` in the adapter folder records the manifest's sha256 and the
-    number of episodes and successes trained on (the weight of weighted averaging).
+    counts of ``buffer_counts`` (one of them is the weight of weighted averaging).
     """
     from evoflow.runtime import configure_threads
 
@@ -40,8 +40,7 @@ def train_from_manifest(
     metadata = {
         "buffer_manifest": str(manifest),
         "buffer_sha256": sha256_file(manifest),
-        "buffer_episodes": len(episodes),
-        "buffer_successes": sum(e.success for e in episodes),
+        **buffer_counts(episodes),
     }
     return train_sft(
         chats,
@@ -53,3 +52,23 @@ def train_from_manifest(
         metadata,
         progress,
     )
+
+
+def buffer_counts(episodes: list[Episode]) -> dict[str, int]:
+    """What a client may report about its buffer: counts, never data.
+
+    Returns
+    -------
+    dict
+        ``buffer_episodes`` (all), ``buffer_successes`` (successful, expert
+        demonstrations included) and ``buffer_explored_successes`` (successful
+        episodes the client's own exploration found: source other than
+        ``expert``) — the weight of the ``fedse_weighted`` ablation.
+    """
+    return {
+        "buffer_episodes": len(episodes),
+        "buffer_successes": sum(e.success for e in episodes),
+        "buffer_explored_successes": sum(
+            e.success and e.source != "expert" for e in episodes
+        ),
+    }
