@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -10,7 +11,10 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from evoflow.policy.models import resolve_model
 from evoflow.rollout.expert import expert_demos
 from evoflow.train import SFTConfig, train_sft
-from evoflow.train.sft_data import IGNORE, encode, encode_within
+from evoflow.train.sft_data import IGNORE, encode, encode_within, render
+
+QWEN3_TEMPLATE = Path(__file__).parents[1] / "fixtures" / "qwen3_chat_template.jinja"
+EMPTY_THINK = "<think>\n\n</think>\n\n"
 
 
 @pytest.fixture(scope="module")
@@ -141,6 +145,52 @@ def test_cut_under_a_template_that_wants_alternating_roles():
     assert cut is not None and cut.cut_turns == 2
     assert strict.decode(cut.input_ids) == expected
     assert labelled_text(strict, cut) == " Action: leave 3 </s>"
+
+
+@pytest.fixture(scope="module")
+def qwen3_tokenizer():
+    """The tiny model's tokenizer writing chats with Qwen3's template."""
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model("tiny-random-llama"))
+    tokenizer.chat_template = QWEN3_TEMPLATE.read_text()
+    return tokenizer
+
+
+@pytest.mark.parametrize("closing_observation", [True, False])
+def test_qwen3_template_labels_exactly_the_replies(
+    qwen3_tokenizer, closing_observation
+):
+    # Prepare: three turns; without a closing observation the last reply is the
+    # chat's last message, which Qwen3 renders after an empty think block
+    chat = [SYSTEM, TASK, *long_chat()[2:3], *turn(2), *turn(3)]
+    if closing_observation:
+        chat.append(long_chat()[-1])
+    plain = [{"role": m["role"], "content": m["content"]} for m in chat]
+    rendered = qwen3_tokenizer.apply_chat_template(
+        plain, tokenize=False, enable_thinking=False
+    )
+    assert (EMPTY_THINK in rendered) is not closing_observation
+
+    # Execute
+    example = encode(qwen3_tokenizer, chat)
+
+    # Assert
+    replies = ["Action: leave 1", "Action: leave 2", "Action: leave 3"]
+    assert labelled_text(qwen3_tokenizer, example) == "".join(
+        r + "<|im_end|>" for r in replies
+    )
+    assert qwen3_tokenizer.decode(example.input_ids) == rendered
+
+
+def test_qwen3_generation_prompt_closes_an_empty_think_block(qwen3_tokenizer):
+    # Execute
+    prompt = render(qwen3_tokenizer, [SYSTEM, TASK], prompt=True)
+
+    # Assert
+    assert prompt == (
+        "<|im_start|>system\nReach the goal.<|im_end|>\n"
+        "<|im_start|>user\nTask: go to 4. You are at 1.<|im_end|>\n"
+        "<|im_start|>assistant\n" + EMPTY_THINK
+    )
 
 
 @pytest.mark.slow

@@ -1,10 +1,17 @@
 """Render episodes into token ids with labels on assistant turns only.
 
-The chat is rendered once with the model's own template; the character spans of
-trainable assistant turns (their text and the template's end-of-turn marker, not
-the role header) are found by rendering growing prefixes of the chat, and a token
-is labelled when it lies inside such a span. Whatever the template, the labelled
-tokens decode to exactly the assistant texts plus end-of-turn markers.
+The chat is rendered once with the model's own template, as an agent sees it
+when acting (``enable_thinking=False``), and a token is labelled when it lies
+inside the character span of a trained assistant turn: its text and the
+template's end-of-turn marker, not the role header. Each span is found from
+renderings of the chat up to that turn: the text before the turn, the
+generation prompt, and the turn rendered as the chat's last message. Qwen3's
+template renders an empty ``<think>`` block only into the last assistant turn
+(and into the generation prompt), so the turn's text and marker are looked up
+after the header in the full rendering rather than assumed to start where the
+generation prompt ends; the think block itself is never labelled. Whatever the
+template, the labelled tokens decode to exactly the assistant texts plus
+end-of-turn markers.
 """
 
 from __future__ import annotations
@@ -31,28 +38,47 @@ def is_trained(message: dict) -> bool:
 
 
 def render(tokenizer, messages: list[dict], prompt: bool = False) -> str:
+    """The chat as the template writes it (thinking off, for templates that ask)."""
     chat = [{"role": m["role"], "content": m["content"]} for m in messages]
     return tokenizer.apply_chat_template(
-        chat, tokenize=False, add_generation_prompt=prompt
+        chat, tokenize=False, add_generation_prompt=prompt, enable_thinking=False
     )
 
 
 def trained_spans(tokenizer, messages: list[dict]) -> tuple[str, list[tuple[int, int]]]:
     """The rendered chat and the character spans to learn."""
     text = render(tokenizer, messages)
-    spans = []
-    for k, message in enumerate(messages):
-        if not is_trained(message):
-            continue
-        header = render(tokenizer, messages[:k], prompt=True)
-        upto = render(tokenizer, messages[: k + 1])
-        if not (upto.startswith(header) and text.startswith(upto)):
-            raise ValueError(
-                "the chat template does not render conversations incrementally "
-                f"(message {k}); assistant-only labels cannot be located"
-            )
-        spans.append((len(header), len(upto.rstrip())))
+    spans = [
+        _turn_span(tokenizer, messages, k, text)
+        for k, message in enumerate(messages)
+        if is_trained(message)
+    ]
     return text, spans
+
+
+def _turn_span(tokenizer, messages: list[dict], k: int, text: str) -> tuple[int, int]:
+    """Where assistant turn ``k`` (text + end-of-turn marker) lies in ``text``."""
+    before = render(tokenizer, messages[:k]) if k else ""
+    header = render(tokenizer, messages[:k], prompt=True)
+    upto = render(tokenizer, messages[: k + 1])
+    if not (
+        text.startswith(before)
+        and header.startswith(before)
+        and upto.startswith(header)
+    ):
+        raise ValueError(
+            "the chat template does not render conversations incrementally "
+            f"(message {k}); assistant-only labels cannot be located"
+        )
+    turn = upto[len(header) :].rstrip()
+    start = text.find(turn, len(before))
+    # Between the earlier messages and the turn only (part of) its header may lie.
+    if start < 0 or not header[len(before) :].startswith(text[len(before) : start]):
+        raise ValueError(
+            f"the chat template renders assistant message {k} differently inside "
+            "the conversation than at its end; its labels cannot be located"
+        )
+    return start, start + len(turn)
 
 
 def encode(tokenizer, messages: list[dict]) -> Example:
