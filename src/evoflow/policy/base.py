@@ -7,12 +7,15 @@ and evaluation only see this interface.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from evoflow.errors import EvoflowError
 
 Chat = list[dict[str, str]]
+# Rendering options for answering: templates with a thinking switch (Qwen3) close
+# an empty think block in the prompt; templates without one ignore the option.
+ACTING_TEMPLATE_KWARGS = {"enable_thinking": False}
 # One adapter for the whole batch, or one per chat; None is the base model.
 Adapters = str | None | Sequence[str | None]
 FINISH_REASONS = ("stop", "length", "context")
@@ -123,3 +126,11 @@ def per_row(adapter: Adapters, rows: int) -> list[str | None]:
     if len(adapters) != rows:
         raise ValueError(f"{len(adapters)} adapters for {rows} chats")
     return adapters
+
+
+def prompt_ids(tokenizer, chat: Chat) -> list[int]:
+    """Token ids of ``chat`` rendered to be answered (generation prompt, no thinking)."""
+    encoded = tokenizer.apply_chat_template(
+        chat, add_generation_prompt=True, tokenize=True, **ACTING_TEMPLATE_KWARGS
+    )
+    return list(encoded["input_ids"] if isinstance(encoded, Mapping) else encoded)

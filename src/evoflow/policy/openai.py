@@ -5,6 +5,12 @@ is addressed by name: the backend registers the folder once through vLLM's
 ``/v1/load_lora_adapter`` (the server needs ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=1``)
 under ``evoflow-<sha256[:12]>`` and then asks for that model name.
 
+Every request asks the server to render the chat with thinking off, through
+``chat_template_kwargs`` — vLLM's (and SGLang's) extension of the request body,
+which Qwen3's template reads as ``enable_thinking``; templates without the switch
+ignore it and evoflow's own server (``evoflow.policy.server``) ignores the field.
+For a server that refuses unknown fields, pass ``chat_template_kwargs=None``.
+
 Chats of a batch are sent concurrently (one request each). Every request has a
 timeout; connection failures, 429 and 5xx answers are retried with backoff; a
 request that still fails raises ``PolicyError``. Replies are capped in bytes.
@@ -20,6 +26,7 @@ import httpx
 
 from evoflow.policy.adapters import adapter_digest
 from evoflow.policy.base import (
+    ACTING_TEMPLATE_KWARGS,
     Adapters,
     Chat,
     Generation,
@@ -49,6 +56,8 @@ class OpenAIPolicy(Policy):
         requests in flight at once.
     timeout, retries, backoff
         per-request timeout (s), extra attempts, first retry delay (s).
+    chat_template_kwargs
+        sent with every request (default: thinking off); None sends nothing.
     """
 
     def __init__(
@@ -61,12 +70,14 @@ class OpenAIPolicy(Policy):
         timeout: float = 120.0,
         retries: int = 3,
         backoff: float = 0.5,
+        chat_template_kwargs: dict | None = ACTING_TEMPLATE_KWARGS,
     ) -> None:
         self.model_id = model
         self.max_context = max_context
         self.base_url = base_url.rstrip("/")
         self._retries = retries
         self._backoff = backoff
+        self._template_kwargs = dict(chat_template_kwargs or {})
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.Client(
             base_url=self.base_url,
@@ -112,6 +123,8 @@ class OpenAIPolicy(Policy):
         }
         if seed is not None:
             body["seed"] = int(seed) % (2**31)
+        if self._template_kwargs:
+            body["chat_template_kwargs"] = self._template_kwargs
         data = self._post("/v1/chat/completions", body)
         try:
             choice = data["choices"][0]

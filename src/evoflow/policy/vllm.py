@@ -16,6 +16,7 @@ from evoflow.policy.base import (
     PolicyError,
     SamplingParams,
     per_row,
+    prompt_ids,
     truncate_reply,
 )
 from evoflow.policy.models import resolve_model
@@ -79,15 +80,7 @@ class VLLMPolicy(Policy):
 
         seeds = seeds or [0] * len(chats)
         adapters = per_row(adapter, len(chats))
-        prompts = [
-            self._tokenizer.apply_chat_template(
-                chat, add_generation_prompt=True, tokenize=True
-            )
-            for chat in chats
-        ]
-        prompts = [
-            list(p["input_ids"]) if hasattr(p, "keys") else list(p) for p in prompts
-        ]
+        prompts = [prompt_ids(self._tokenizer, chat) for chat in chats]
         results: list[Generation | None] = [None] * len(chats)
         room = [
             i
