@@ -93,6 +93,56 @@ def test_bad_configs_name_the_key(config, message):
     assert message in str(info.value)
 
 
+TYPO = "smollm2-135m-instrct"
+TYPO_MESSAGE = (
+    f"key 'model.name': '{TYPO}' is not a built-in alias (smollm2-135m-instruct, "
+    "tiny-random-llama), a model folder with config.json or a hub id like "
+    "'Qwen/Qwen2.5-7B-Instruct' (did you mean 'smollm2-135m-instruct'?)"
+)
+
+
+def test_model_names_are_checked_without_loading_weights(tmp_path):
+    # Prepare: a folder that holds a model config and one that does not
+    (tmp_path / "weights").mkdir()
+    (tmp_path / "weights" / "config.json").write_text("{}")
+    (tmp_path / "empty").mkdir()
+
+    def check(name: str, **model) -> dict:
+        return validate_config({"experiment": "x", "model": {"name": name, **model}})
+
+    # Execute / Assert: aliases, folders with config.json and hub-shaped ids pass
+    # (an uncached hub id too: paper configs validate on a laptop)
+    for name in ("smollm2-135m-instruct", "tiny-random-llama", "Qwen/Qwen3-8B"):
+        assert check(name)["model"]["name"] == name
+    assert check(str(tmp_path / "weights"))["model"]["name"] == str(
+        tmp_path / "weights"
+    )
+    with pytest.raises(ConfigError) as typo:
+        check(TYPO)
+    assert str(typo.value) == f"config: {TYPO_MESSAGE}"
+    with pytest.raises(ConfigError, match="did you mean 'tiny-random-llama'"):
+        check("tiny-random-lama")
+    with pytest.raises(ConfigError, match="is a folder that has no config.json"):
+        check(str(tmp_path / "empty"))
+    with pytest.raises(ConfigError, match="key 'model.name': '/a/b/c' is not"):
+        check("/a/b/c")
+
+
+def test_a_served_model_name_is_free_when_nothing_is_trained():
+    # Prepare: an openai backend evaluating the base model under its served name
+    config = {
+        "experiment": "x",
+        "model": {"name": "served-qwen", "backend": "openai"},
+        "methods": {"pretrained": {}},
+    }
+
+    # Execute / Assert
+    assert validate_config(config)["model"]["name"] == "served-qwen"
+    config["methods"] = {"pretrained": {}, "fedse": {}}
+    with pytest.raises(ConfigError, match="key 'model.name': 'served-qwen'"):
+        validate_config(config)
+
+
 def test_unreadable_and_malformed_files(tmp_path):
     with pytest.raises(ConfigError, match="cannot read config"):
         load_config(tmp_path / "missing.yaml")
@@ -111,11 +161,28 @@ def test_check_config_cli(tmp_path, capsys):
     bad.write_text("experiment: x\nseeed: 1\n")
     assert main(["check-config", str(bad)]) == 2
     assert "unknown key 'seeed' (did you mean 'seed'?)" in capsys.readouterr().err
+    typo = tmp_path / "typo.yaml"
+    typo.write_text(f"experiment: x\nmodel: {{name: {TYPO}}}\n")
+    assert main(["check-config", str(typo)]) == 2
+    assert TYPO_MESSAGE in capsys.readouterr().err
 
 
-def test_workflow_refuses_a_bad_config_before_any_job(tmp_path):
+@pytest.mark.parametrize(
+    "model, message",
+    [
+        (
+            {"backend": "tgi"},
+            "key 'model.backend': expected one of 'hf', 'vllm', 'openai'",
+        ),
+        ({"name": TYPO}, TYPO_MESSAGE),
+    ],
+)
+def test_workflow_refuses_a_bad_config_before_any_job(tmp_path, model, message):
+    # Prepare
     bad = tmp_path / "bad.yaml"
-    bad.write_text(yaml.safe_dump({"experiment": "x", "model": {"backend": "tgi"}}))
+    bad.write_text(yaml.safe_dump({"experiment": "x", "model": model}))
+
+    # Execute
     run = subprocess.run(
         [
             sys.executable,
@@ -125,7 +192,7 @@ def test_workflow_refuses_a_bad_config_before_any_job(tmp_path):
             "--configfile",
             str(bad),
             "--directory",
-            str(ROOT),
+            str(tmp_path),
             "--snakefile",
             str(ROOT / "Snakefile"),
         ],
@@ -133,9 +200,7 @@ def test_workflow_refuses_a_bad_config_before_any_job(tmp_path):
         text=True,
         cwd=tmp_path,
     )
+
+    # Assert
     assert run.returncode != 0
-    assert (
-        "key 'model.backend': expected one of 'hf', 'vllm', 'openai'"
-        in run.stdout + run.stderr
-    )
-    assert "Job stats" not in run.stdout + run.stderr
+    assert message in run.stdout + run.stderr

@@ -76,6 +76,7 @@ def validate_config(config: Any, source: str = "config") -> dict[str, Any]:
         raise ConfigError(f"{source}: {_describe(error)}")
     _check_envs(filled, source)
     _check_methods(filled, source)
+    _check_model(filled, source)
     return _sorted(filled)
 
 
@@ -127,6 +128,27 @@ def _check_methods(config: dict[str, Any], source: str) -> None:
                 f"{source}: key 'methods.{name}': '{name}' is not a method kind "
                 f"({', '.join(KINDS)}); add 'kind: <one of them>'"
             )
+
+
+def _check_model(config: dict[str, Any], source: str) -> None:
+    """The model name must name weights, checked cheaply (nothing is loaded).
+
+    Skipped for an openai backend when no method trains: there the name is only
+    the server's name for its model.
+    """
+    from evoflow.methods import KINDS
+    from evoflow.policy.models import name_problem
+
+    model = config["model"]
+    trains = any(
+        KINDS[method.get("kind") or name].trains
+        for name, method in config["methods"].items()
+    )
+    if model["backend"] == "openai" and not trains:
+        return
+    problem = name_problem(model["name"])
+    if problem:
+        raise ConfigError(f"{source}: key 'model.name': {model['name']!r} is {problem}")
 
 
 def config_hash(config: dict[str, Any]) -> str:

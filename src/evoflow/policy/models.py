@@ -18,9 +18,11 @@ The cache lives in ``$EVOFLOW_CACHE`` (default ``~/.cache/evoflow``).
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import logging
 import os
+import re
 import shutil
 import socket
 from dataclasses import dataclass
@@ -60,26 +62,54 @@ TINY_CONFIG = dict(
 )
 
 
+HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a model, judged without loading anything.
+
+    Accepted: a built-in alias, an existing folder holding ``config.json``, or a
+    string shaped like a hub id (``owner/name``; whether it is cached is only
+    checked when the model is loaded, so configs for other machines validate).
+
+    Returns
+    -------
+    str or None
+        None when the name is acceptable, else what is wrong with it, ending
+        with the closest built-in alias as a suggestion where that applies.
+    """
+    if name in EMBEDDED or name == TINY:
+        return None
+    path = Path(name).expanduser()
+    if path.is_dir() and not (path / "config.json").is_file():
+        return "a folder that has no config.json"
+    if path.is_dir() or HUB_ID.match(name):
+        return None
+    aliases = [*EMBEDDED, TINY]
+    closest = difflib.get_close_matches(name, aliases, n=1, cutoff=0.0)[0]
+    return (
+        f"not a built-in alias ({', '.join(aliases)}), a model folder with "
+        f"config.json or a hub id like 'Qwen/Qwen2.5-7B-Instruct' "
+        f"(did you mean '{closest}'?)"
+    )
+
+
 def cache_root() -> Path:
     return Path(os.environ.get("EVOFLOW_CACHE", Path.home() / ".cache" / "evoflow"))
 
 
 def resolve_model(name: str) -> Path | str:
     """A loadable model folder (or, online, a hub id) for a config's model name."""
+    problem = name_problem(name)
+    if problem:
+        raise ModelError(f"model {name!r} is {problem}")
     if name in EMBEDDED:
         return _embedded(name, EMBEDDED[name])
     if name == TINY:
         return _tiny()
     path = Path(name).expanduser()
     if path.is_dir():
-        if not (path / "config.json").is_file():
-            raise ModelError(f"model folder {path} has no config.json")
         return path
-    if name.startswith((".", "/", "~")) or name.count("/") != 1:
-        raise ModelError(
-            f"model {name!r} is not a built-in alias ({', '.join([*EMBEDDED, TINY])}), "
-            "an existing folder, or a hub id like 'Qwen/Qwen2.5-7B-Instruct'"
-        )
     return _hub(name)
 
 
