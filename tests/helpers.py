@@ -3,8 +3,22 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 
 from evoflow.store import Episode, Message
+
+TRUTHY = ("1", "true", "yes", "on")
+
+
+def service_required(variable: str) -> bool:
+    """Whether tests that need a real service must fail, not skip, without it.
+
+    True when ``variable`` (e.g. ``EVOFLOW_REQUIRE_SLURM``) is 1, or on CI: a
+    truthy ``CI`` variable, which CI services set (``CI=true``).
+    """
+    flag = os.environ.get(variable, "")
+    ci = os.environ.get("CI", "").strip().lower()
+    return flag == "1" or ci in TRUTHY
 
 
 def make_episode(i: int = 0, **overrides) -> Episode:

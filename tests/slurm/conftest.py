@@ -2,9 +2,9 @@
 
 The cluster needs root (its daemons run as root, and apt-get installs slurm-wlm
 and munge when they are missing). Where that is impossible the Slurm tests are
-skipped with the reason; EVOFLOW_REQUIRE_SLURM=1 turns such a skip into a
-failure. On a root machine with apt (CI) they always run: a failed set-up is an
-error, not a skip.
+skipped with the reason — except on CI (a truthy ``CI`` variable) or with
+EVOFLOW_REQUIRE_SLURM=1, where such a skip is a failure. On a root machine with
+apt they always run: a failed set-up is an error, not a skip.
 """
 
 from __future__ import annotations
@@ -15,9 +15,11 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
+from tests.helpers import service_required
 from tests.slurm.harness import (
     CLUSTER_SH,
     LOCAL_PROFILE,
@@ -52,13 +54,20 @@ def _skip_reason() -> str | None:
     return None
 
 
+def cluster_unavailable(reason: str) -> NoReturn:
+    """Skip the Slurm tests, or fail them where they must run (CI)."""
+    if service_required("EVOFLOW_REQUIRE_SLURM"):
+        pytest.fail(
+            f"the Slurm tests must run here (CI or EVOFLOW_REQUIRE_SLURM=1) but {reason}"
+        )
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     reason = _skip_reason()
     if reason:
-        if os.environ.get("EVOFLOW_REQUIRE_SLURM") == "1":
-            pytest.fail(f"EVOFLOW_REQUIRE_SLURM=1 but {reason}")
-        pytest.skip(reason)
+        cluster_unavailable(reason)
     folder = tmp_path_factory.mktemp("slurm-cluster")
     started = subprocess.run(
         ["bash", str(CLUSTER_SH), "start", str(folder)],
