@@ -1,27 +1,40 @@
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from evoflow.envs import TaskError, make_env, play_expert
 from evoflow.envs.babyai_world import LEVELS, TASK_LIMIT, front, level_for
 
 FIRST_VIEW_OF_TASK_1 = (
-    "You see yellow key 1, 1 step ahead and 1 step to your left; grey ball 2, 1 step "
+    "You see yellow key 1, 1 step ahead and 1 step to your left; grey ball 1, 1 step "
     "ahead and 1 step to your right; purple key 1, 2 steps ahead and 1 step to your "
     "left; blue key 1, 2 steps ahead and 1 step to your right; red box 1, 2 steps "
-    "ahead and 2 steps to your right; green key 1, 4 steps ahead and 2 steps to your "
-    "right; grey ball 1, 5 steps ahead and 1 step to your right; red ball 1, 4 steps "
+    "ahead and 2 steps to your right; grey ball 2, 5 steps ahead and 1 step to your "
+    "right; green key 1, 4 steps ahead and 2 steps to your right; red ball 1, 4 steps "
     "ahead and 3 steps to your right.\n"
     "The way ahead is clear for 5 steps, then comes a wall.\n"
-    "You are carrying nothing."
+    "You are carrying nothing.\n"
+    'Available actions: ["turn left", "turn right", "move forward", "pickup yellow '
+    'key 1", "pickup grey ball 1", "pickup purple key 1", "pickup blue key 1", '
+    '"pickup red box 1", "pickup grey ball 2", "pickup green key 1", "pickup red '
+    'ball 1", "go to yellow key 1", "go to grey ball 1", "go to purple key 1", "go '
+    'to blue key 1", "go to red box 1", "go to grey ball 2", "go to green key 1", '
+    '"go to red ball 1", "check available actions"]'
 )
 VIEW_AFTER_PICKUP = (
-    "You see blue key 1, 2 steps ahead; yellow key 1, 1 step ahead and 2 steps to "
-    "your left; red box 1, 2 steps ahead and 1 step to your right; purple key 1, 2 "
-    "steps ahead and 2 steps to your left; green key 1, 4 steps ahead and 1 step to "
-    "your right; grey ball 1, 5 steps ahead; red ball 1, 4 steps ahead and 2 steps "
+    "You see blue key 1, 2 steps ahead; red box 1, 2 steps ahead and 1 step to your "
+    "right; yellow key 1, 1 step ahead and 2 steps to your left; purple key 1, 2 "
+    "steps ahead and 2 steps to your left; grey ball 2, 5 steps ahead; green key 1, "
+    "4 steps ahead and 1 step to your right; red ball 1, 4 steps ahead and 2 steps "
     "to your right.\n"
     "The way ahead is clear for 1 step, then comes the blue key 1.\n"
+    "You are carrying grey ball 1.\n"
+    'Available actions: ["turn left", "turn right", "move forward", "drop", "go to '
+    'blue key 1", "go to red box 1", "go to yellow key 1", "go to purple key 1", '
+    '"go to grey ball 2", "go to green key 1", "go to red ball 1", "check available '
+    'actions"]'
 )
 
 
@@ -30,7 +43,7 @@ def test_scripted_actions_give_exact_observations():
     env = make_env("babyai")
     script = [
         "turn right",
-        "pick up grey ball 2",
+        "pickup grey ball 1",
         "go to red ball 7",
         "drop",
         "go to red ball 1",
@@ -42,33 +55,69 @@ def test_scripted_actions_give_exact_observations():
 
     # Assert
     assert first == f"Your goal: go to the red ball\n{FIRST_VIEW_OF_TASK_1}"
-    assert steps[0].observation == (
+    assert steps[0].observation.startswith(
         "You turned right.\n"
-        "You see grey ball 2, 1 step ahead and 1 step to your left; blue key 1, 1 step "
+        "You see grey ball 1, 1 step ahead and 1 step to your left; blue key 1, 1 step "
         "ahead and 2 steps to your left; red box 1, 2 steps ahead and 2 steps to your "
         "left.\n"
         "The way ahead is clear for 4 steps, then comes a wall.\n"
-        "You are carrying nothing."
+        "You are carrying nothing.\n"
+        'Available actions: ["turn left", "turn right", "move forward", "pickup grey '
+        'ball 1", "pickup yellow key 1", '
     )
     assert steps[1].observation == (
-        "You walked to grey ball 2 and now face it. You picked it up.\n"
-        f"{VIEW_AFTER_PICKUP}You are carrying grey ball 2."
+        f"You walked to grey ball 1 and now face it. You picked it up.\n{VIEW_AFTER_PICKUP}"
     )
     assert steps[2].observation == (
-        f"You have not seen any red ball 7.\n{VIEW_AFTER_PICKUP}You are carrying grey ball 2."
+        f"You have not seen any red ball 7.\n{VIEW_AFTER_PICKUP}"
     )
     assert steps[3].observation.startswith(
-        "You put grey ball 2 down in front of you.\nYou see grey ball 2, 1 step ahead;"
+        "You put grey ball 1 down in front of you.\nYou see grey ball 1, 1 step ahead;"
     )
-    assert steps[3].observation.endswith(
-        "Directly in front of you is the grey ball 2.\nYou are carrying nothing."
-    )
-    assert steps[4].observation == (
-        "You walked to red ball 1 and now face it. You completed the goal: go to the red ball."
+    assert (
+        "Directly in front of you is the grey ball 1.\nYou are carrying nothing.\n"
+        'Available actions: ["turn left", "turn right", "pickup grey ball 1", '
+    ) in steps[3].observation
+    assert steps[4].observation.startswith(
+        "You walked to red ball 1 and now face it. You completed the goal: go to the "
+        'red ball.\nAvailable actions: ["turn left", '
     )
     assert [s.valid for s in steps] == [True, True, False, True, True]
     assert [s.done for s in steps] == [False] * 4 + [True]
     assert steps[4].success and steps[4].reward == pytest.approx(1 - 0.9 * 12 / 64)
+
+
+def test_every_observation_ends_with_the_available_actions():
+    env = make_env("babyai")
+    observations = [env.reset("26")]
+    lists = [env.available_actions()]
+    for action in ["turn left", "jump", "check available actions", "toggle"]:
+        observations.append(env.step(action).observation)
+        lists.append(env.available_actions())
+    observations.append(env.invalid_reply("no Action: line").observation)
+    lists.append(env.available_actions())
+    assert "pickup green key 1" in lists[1]
+    for observation, actions in zip(observations, lists, strict=True):
+        last = observation.splitlines()[-1]
+        assert last == f"Available actions: {json.dumps(actions)}"
+
+
+@pytest.mark.parametrize(
+    ("spelling", "ours"),
+    [
+        ("pickup grey ball 1", "pick up grey ball 1"),
+        ("go to red closed door 1", "go to red door 1"),
+        ("toggle and go through red closed door 1", "toggle and go through red door 1"),
+    ],
+)
+def test_agentgym_and_older_spellings_do_the_same(spelling, ours):
+    # Task 0 starts in front of grey balls, task 5 in view of a closed red door.
+    results = []
+    for action in (spelling, ours):
+        env = make_env("babyai")
+        env.reset("0" if "ball" in spelling else "5")
+        results.append(env.step(action))
+    assert results[0].valid and results[0] == results[1]
 
 
 def test_go_to_walks_next_to_the_object_and_faces_it():
@@ -85,10 +134,10 @@ def test_go_to_walks_next_to_the_object_and_faces_it():
 def test_pick_up_moves_the_object_into_the_inventory():
     env = make_env("babyai")
     env.reset("1")
-    result = env.step("pick up red box 1")
-    assert result.observation.splitlines()[-1] == "You are carrying red box 1."
+    result = env.step("pickup red box 1")
+    assert result.observation.splitlines()[-2] == "You are carrying red box 1."
     assert env._world.name(env._world.carrying) == "red box 1"
-    refused = env.step("pick up blue key 1")
+    refused = env.step("pickup blue key 1")
     assert not refused.valid
     assert refused.observation.startswith("Your hands are full: you carry red box 1.")
 
@@ -98,11 +147,11 @@ def test_locked_door_needs_the_matching_key():
     env = make_env("babyai")
     first = env.reset("26")
     pose = env._world.pose
-    assert "locked green door 1, 1 step to your left" in first
-    result = env.step("toggle and go through green door 1")
+    assert "green locked door 1, 1 step to your left" in first
+    result = env.step("toggle and go through green locked door 1")
     assert not result.valid and not result.done
     assert result.observation.startswith(
-        "The green door 1 is locked; you need a green key to open it."
+        "The green locked door 1 is locked; you need a green key to open it."
     )
     assert env._world.pose == pose
     env.step("turn left")
@@ -128,13 +177,13 @@ def test_available_actions_list_what_makes_sense():
     env.reset("1")
     actions = env.available_actions()
     assert actions[:3] == ["turn left", "turn right", "move forward"]
-    assert {"go to red ball 1", "pick up red ball 1", "pick up grey ball 2"} <= set(
+    assert {"go to red ball 1", "pickup red ball 1", "pickup grey ball 2"} <= set(
         actions
     )
     assert "drop" not in actions and actions[-1] == "check available actions"
     listed = env.step("check available actions")
     assert listed.valid and listed.observation.startswith(
-        "Available actions: turn left,"
+        f"You can take the following actions: {', '.join(actions)}\nYou see "
     )
 
 
@@ -144,10 +193,21 @@ def test_running_out_of_minigrid_steps_ends_without_success():
     env._world.game.max_steps = env._world.game.step_count + 1
     result = env.step("turn left")
     assert (result.done, result.success, result.reward) == (True, False, 0.0)
-    assert result.observation == (
+    assert result.observation.startswith(
         "You turned left. Time is up: the level allows only 1 step and the goal was "
-        "not completed."
+        "not completed.\nAvailable actions: ["
     )
+
+
+def test_goal_line_reads_sequenced_missions_as_agentgym_shows_them():
+    # Task 14 and 15 (OpenRedBlueDoorsDebug, OpenDoorsOrderN4Debug) join their parts with "then" and
+    # "after you"; AgentGym shows both as "and".
+    env = make_env("babyai")
+    for task in ("14", "15"):
+        mission = env.reset(task)
+        assert env._world.game.mission != env.goal
+        assert mission.splitlines()[0] == f"Your goal: {env.goal}"
+        assert " then " not in env.goal and "after you" not in env.goal
 
 
 def test_task_ids_follow_agentgym_data_idx():
@@ -172,3 +232,16 @@ def test_expert_solves_levels_the_minigrid_bot_cannot(task):
     trajectory = play_expert(make_env("babyai"), task)
     assert trajectory.success and len(trajectory.turns) <= 20
     assert all(turn.result.valid for turn in trajectory.turns)
+
+
+def test_expert_actions_are_copied_from_the_listed_actions():
+    env = make_env("babyai")
+    for task in range(0, 90, 6):
+        env.reset(str(task))
+        for _ in range(20):
+            if not env.running:
+                break
+            listed = env.available_actions()
+            _, action = env.expert_action()
+            assert action in listed, (task, action)
+            assert env.step(action).valid

@@ -5,35 +5,53 @@ Description
 The 40 BabyAI levels AgentGym evaluates, played through text. Task ids are
 AgentGym's ``data_idx``: id ``i`` is level ``LEVELS[i % 40]`` of
 ``evoflow.envs.babyai_world`` with minigrid seed ``i // 40`` (so AgentGym's item
-``babyai_<i>`` is the same task; minigrid 3.2.0 registers ``GoToObjS6`` only as
-``v1``, every other level as ``v0``). Ids ``0``-``89`` form the test split (every
-level at least twice), ``90``-``889`` the training split.
+``babyai_<i>`` is the same task: every level is built as AgentGym's minigrid < 2.5
+builds it, ``GoToObjS6`` included, whose ``v0`` has a room of size 4). Ids
+``0``-``89`` form the test split (every level at least twice), ``90``-``889`` the
+training split.
 
 Observation
 -----------
-The first observation states the mission (``Your goal: <mission>``) and describes
-the view; every later one says what the last action did and describes the view
-again. A view lists the objects in sight with offsets, says what lies straight
-ahead and what the agent carries. The first observation of task ``26``::
+AgentGym's layout: the first observation is ``Your goal: <mission>``, the view,
+and ``Available actions: [...]``; every later one says what the last action did,
+describes the view again and ends with the list again (the last one, too). The
+list is what an agent copies its action from (``babyai_actions``); its format and
+spellings are AgentGym's, and so is the goal line, where AgentGym replaces
+"then" and "after you" by "and" (hiding the order of sequenced missions; the
+level still checks it). The view (our wording: no AgentGym client reads it) lists
+the objects in sight with offsets, says what lies straight ahead and what the
+agent carries. The first observation of task ``26``::
 
     Your goal: pick up the purple box
-    You see locked green door 1, 1 step to your left.
+    You see green locked door 1, 1 step to your left.
     Directly in front of you is a wall.
     You are carrying nothing.
+    Available actions: ["turn left", "turn right", "go to green locked door 1", \
+"check available actions"]
 
-Objects are named ``<colour> <type> <n>``, numbered per colour and type in
-reading order of the whole grid at the start, so a name never changes meaning.
+Objects are named as AgentGym names them (``grey ball 1``, ``red closed door
+2``), numbered per colour and type in the order they first come into view (see
+``babyai_world``): the names of the first view are AgentGym's, and a number never
+changes meaning afterwards. ``tests/envs/fixtures/agentgym_babyai.json`` holds
+AgentGym's own first observations of the test tasks: the goals agree for all 90,
+the first action lists for 85. The others differ where AgentGym's list is wrong
+or its names are ambiguous: 22 and 62 (``PutNextS7N4Carrying``) show the carried
+object also on the floor (AgentGym describes the image minigrid made before the
+level put it in the agent's hands); 34 and 77 list a door that no path reaches
+(AgentGym's planner walks through unseen cells and closed doors); 49 sees a
+locked and a closed purple door, both "1" for AgentGym, 1 and 2 here.
 
 Actions
 -------
-``turn left``, ``turn right``, ``move forward``, ``go to <color> <type> <n>``,
-``pick up <color> <type> <n>``, ``go through <color> door <n>``,
-``toggle and go through <color> door <n>``, ``toggle``, ``drop`` and
-``check available actions``. Walking actions plan a shortest path over walkable
-cells the agent has seen and run as many minigrid steps as needed; ``go to`` an
-object the agent already faces waits one step, so the level can notice it. An
-unknown, ill-formed or impossible action changes nothing and is answered with
-the reason (``valid=False``; the turn still counts).
+``turn left``, ``turn right``, ``move forward``, ``go to <object>``,
+``pickup <object>``, ``go through <door>``, ``toggle and go through <door>``,
+``toggle``, ``drop`` and ``check available actions``, where an object is
+``<color> <type> <n>`` and a door ``<color> <state> door <n>``; ``pick up`` and
+doors named without their state are read too. Walking actions plan a shortest
+path over walkable cells the agent has seen and run as many minigrid steps as
+needed; ``go to`` an object the agent already faces waits one step, so the level
+can notice it. An unknown, ill-formed or impossible action changes nothing and is
+answered with the reason (``valid=False``; the turn still counts).
 
 Rewards and termination
 -----------------------
@@ -45,8 +63,9 @@ reached (then without success). The default turn cap is 20 text actions.
 Expert
 ------
 A planner with full knowledge of the grid (``babyai_expert``; search helpers in
-``babyai_nav``, episode state in ``babyai_world``, text in ``babyai_text``). It
-solves 87 of the 90 test tasks within 20 turns. Unsolved:
+``babyai_nav``, episode state in ``babyai_world``, text in ``babyai_text``). Every
+action it takes is one of the listed actions, spelled as listed. It solves 87 of
+the 90 test tasks within 20 turns. Unsolved:
 
 * ``15`` and ``55`` (``OpenDoorsOrderN4Debug`` asking for two doors in order):
   no agent can solve them. The level's strict verifier checks the second door on
@@ -61,20 +80,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evoflow.envs.babyai_expert import expert_move
-from evoflow.envs.babyai_text import (
-    INSTRUCTIONS,
+from evoflow.envs.babyai_actions import (
     Command,
-    describe_view,
+    action_list,
+    list_line,
     parse_command,
-    steps,
-    thing_name,
 )
+from evoflow.envs.babyai_expert import expert_move
+from evoflow.envs.babyai_text import INSTRUCTIONS, describe_view, steps, thing_name
 from evoflow.envs.babyai_world import World, front, level_for
 from evoflow.envs.base import Step, TextEnv
 
 TEST_COUNT = 90
 TRAIN_COUNT = 800
+# AgentGym shows sequenced missions with both connectives replaced by "and".
+GOAL_REWRITES = (("then", "and"), ("after you", "and"))
 
 
 class Refused(Exception):
@@ -104,7 +124,27 @@ class BabyAIEnv(TextEnv):
 
     def _reset(self, task_id: str) -> str:
         self._world = World(*level_for(task_id))
-        return f"Your goal: {self._world.game.mission}\n{describe_view(self._world)}"
+        return f"Your goal: {self.goal}\n{self._view()}"
+
+    @property
+    def goal(self) -> str:
+        """The mission as AgentGym shows it ("then" and "after you" read "and")."""
+        goal = self._world.game.mission
+        for old, new in GOAL_REWRITES:
+            goal = goal.replace(old, new)
+        return goal
+
+    def _view(self) -> str:
+        """The view description followed by the available-actions line."""
+        return f"{describe_view(self._world)}\n{list_line(action_list(self._world))}"
+
+    def _closing(self, text: str) -> str:
+        """A last observation: what happened, then the (final) action list."""
+        return f"{text}\n{list_line(action_list(self._world))}"
+
+    def invalid_reply(self, reason: str) -> Step:
+        result = super().invalid_reply(reason)
+        return Step(f"{result.observation}\n{self._view()}", 0.0, False, False, False)
 
     # --- stepping -----------------------------------------------------------
 
@@ -113,15 +153,13 @@ class BabyAIEnv(TextEnv):
         if command is None:
             shown = action.strip()[:60] or "(empty)"
             return self._refuse(
-                f"'{shown}' is not an action here. Write one of: turn left, turn "
-                "right, move forward, go to <color> <type> <id>, pick up <color> "
-                "<type> <id>, go through <color> door <id>, toggle and go through "
-                "<color> door <id>, toggle, drop, check available actions."
+                f"'{shown}' is not an action here. Copy one of the available "
+                "actions listed below."
             )
         if command.verb == "check available actions":
-            listed = ", ".join(self.available_actions())
+            listed = ", ".join(action_list(self._world))
             return Step(
-                f"Available actions: {listed}.\n{describe_view(self._world)}",
+                f"You can take the following actions: {listed}\n{self._view()}",
                 0.0,
                 False,
                 False,
@@ -133,7 +171,7 @@ class BabyAIEnv(TextEnv):
         return self._run(segments)
 
     def _refuse(self, reason: str) -> Step:
-        return Step(f"{reason}\n{describe_view(self._world)}", 0.0, False, False, False)
+        return Step(f"{reason}\n{self._view()}", 0.0, False, False, False)
 
     def _run(self, segments: list[Segment]) -> Step:
         world, told, reward = self._world, [], 0.0
@@ -151,28 +189,22 @@ class BabyAIEnv(TextEnv):
             if terminated or truncated:
                 break
         text = " ".join(told)
-        mission = world.game.mission
         if terminated and reward > 0:
-            return Step(
-                f"{text} You completed the goal: {mission}.", reward, True, True
-            )
+            closing = f"{text} You completed the goal: {self.goal}."
+            return Step(self._closing(closing), reward, True, True)
         if terminated:
-            return Step(
-                f"{text} That made the goal ({mission}) impossible, so the episode "
-                "is over.",
-                reward,
-                True,
-                False,
+            closing = (
+                f"{text} That made the goal ({self.goal}) impossible, so the episode "
+                "is over."
             )
+            return Step(self._closing(closing), reward, True, False)
         if truncated:
-            return Step(
-                f"{text} Time is up: the level allows only {steps(world.game.max_steps)} "
-                "and the goal was not completed.",
-                reward,
-                True,
-                False,
+            closing = (
+                f"{text} Time is up: the level allows only "
+                f"{steps(world.game.max_steps)} and the goal was not completed."
             )
-        return Step(f"{text}\n{describe_view(world)}", reward, False, False)
+            return Step(self._closing(closing), reward, True, False)
+        return Step(f"{text}\n{self._view()}", reward, False, False)
 
     # --- compiling commands into minigrid moves -----------------------------
 
@@ -195,7 +227,7 @@ class BabyAIEnv(TextEnv):
         target = self._resolve(command)
         if command.verb == "go to":
             return self._walk_to(target, wait=True)
-        if command.verb == "pick up":
+        if command.verb == "pickup":
             if target.type == "door":
                 raise Refused("Doors cannot be picked up.")
             if world.carrying is not None:
@@ -211,15 +243,21 @@ class BabyAIEnv(TextEnv):
     def _resolve(self, command: Command):
         world = self._world
         held = world.carrying
-        if held is not None and world.name(held) == command.reference:
-            raise Refused(f"You are carrying {command.reference}.")
+        same = (command.color, command.kind, command.number)
+        if (
+            held is not None
+            and (held.color, held.type, world.numbers[id(held)]) == same
+        ):
+            raise Refused(f"You are carrying {world.name(held)}.")
         matches = [
             obj
             for obj, _ in world.known_objects()
             if (obj.color, obj.type) == (command.color, command.kind)
         ]
         if command.number is not None:
-            matches = [obj for obj in matches if world.name(obj) == command.reference]
+            matches = [
+                obj for obj in matches if world.numbers[id(obj)] == command.number
+            ]
         if not matches:
             raise Refused(f"You have not seen any {command.reference}.")
         if len(matches) > 1:
@@ -287,7 +325,11 @@ class BabyAIEnv(TextEnv):
         name = world.name(ahead)
         if ahead.type == "box":
             inside = ahead.contains
-            held = "it was empty" if inside is None else f"it held {world.name(inside)}"
+            held = (
+                "it was empty"
+                if inside is None
+                else f"it held a {inside.color} {inside.type}"
+            )
             return Segment(("toggle",), f"You opened {name}; {held}.")
         if ahead.type != "door":
             raise Refused(f"Toggling {name} does nothing.")
@@ -312,38 +354,8 @@ class BabyAIEnv(TextEnv):
     # --- helpers for agents -------------------------------------------------
 
     def available_actions(self) -> list[str]:
-        if not self.running:
-            return []
-        world = self._world
-        ahead = world.cell(front(world.pose))
-        actions = ["turn left", "turn right"]
-        if world.walkable(front(world.pose)):
-            actions.append("move forward")
-        reachable = world.macro_search().facing
-        for obj, cell in world.known_objects():
-            if cell not in reachable:
-                continue
-            name = world.name(obj)
-            actions.append(f"go to {name}")
-            if obj.type == "door":
-                if obj.is_open:
-                    actions.append(f"go through {name}")
-                elif not obj.is_locked or world.has_key_for(obj):
-                    actions.append(f"toggle and go through {name}")
-            elif world.carrying is None:
-                actions.append(f"pick up {name}")
-        if ahead is not None and (
-            ahead.type == "box"
-            or (
-                ahead.type == "door"
-                and (not ahead.is_locked or world.has_key_for(ahead))
-            )
-        ):
-            actions.append("toggle")
-        if world.carrying is not None and ahead is None:
-            actions.append("drop")
-        actions.append("check available actions")
-        return actions
+        """The list that ends the current observation (empty between episodes)."""
+        return action_list(self._world) if self.running else []
 
     def expert_action(self) -> tuple[str, str]:
         self._check_running()

@@ -3,7 +3,7 @@
 Each call looks at the mission's first unfinished part (minigrid's verifier keeps
 that progress) and picks one text action:
 
-* a macro (``go to``, ``pick up``, ``toggle and go through``) once its object is
+* a macro (``go to``, ``pickup``, ``toggle and go through``) once its object is
   seen and reachable over seen cells;
 * on the way there, the next closed door of the cheapest full-knowledge route
   (``toggle and go through``), or the fewest text actions to the edge of what
@@ -16,6 +16,9 @@ minigrid's ``BabyAIBot`` was the starting point, but mapped to text actions it
 spends most of the 20-turn budget on primitive exploration steps and it fails
 ``KeyInBox`` and ``PutNextS7N4Carrying``; planning on the true grid avoids both.
 The planner is a pure function of the episode state, so demonstrations replay.
+Every action it takes is one of the available actions the observation lists,
+spelled as listed, so a model trained on its demonstrations learns to copy from
+that list.
 """
 
 from __future__ import annotations
@@ -195,7 +198,7 @@ class Planner(Navigator):
         if act == "pickup":
             if world.carrying is not None:
                 return self.drop_anywhere(f"I need free hands to pick up {name}", path)
-            return f"I pick up {name} because {why}.", f"pick up {name}"
+            return f"I pick up {name} because {why}.", f"pickup {name}"
         if act == "open_box":
             if facing:
                 return f"I open {name} to get the key inside.", "toggle"

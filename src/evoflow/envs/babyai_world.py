@@ -2,6 +2,14 @@
 
 A ``World`` wraps one minigrid BabyAI level: the true grid, the agent's pose, what
 it carries, which cells it has seen so far and the stable names of the objects.
+
+Names follow AgentGym's spelling, ``<color> <type> <n>`` and, for doors,
+``<color> <state> door <n>`` with the door's current state (open, closed,
+locked). Numbers count per colour and type in the order objects first come into
+view; objects that come into view together are numbered in AgentGym's order
+(nearest first by steps ahead plus steps sideways, then farther rows first, then
+left to right), so the names in the first view are the ones AgentGym shows. Once
+given, a number never changes, unlike AgentGym's, which recounts every view.
 The search helpers work on poses ``(x, y, heading)`` with minigrid's headings
 (0 east, 1 south, 2 west, 3 north) and the primitive moves ``left``, ``right``
 and ``forward``.
@@ -44,8 +52,11 @@ LEVELS = (
     "MoveTwoAcrossS8N9", "SynthS5R2", "SynthLoc", "SynthSeq", "MiniBossLevel",
     "BossLevel", "BossLevelNoUnlock",
 )  # fmt: skip
-# minigrid 3.2.0 registers this level only as v1 (v0 is marked deprecated).
-GYM_VERSIONS = {"GoToObjS6": "v1"}
+# AgentGym runs minigrid < 2.5, whose ``BabyAI-GoToObjS6-v0`` builds a room of
+# size 4 (minigrid 3 keeps only ``-v1``, with size 6): build that level directly.
+GYM_SPECS: dict[str, tuple[str, dict]] = {
+    "GoToObjS6": ("BabyAI-GoToObj-v0", {"room_size": 4}),
+}
 SEEDS_PER_LEVEL = 1000
 TASK_LIMIT = len(LEVELS) * SEEDS_PER_LEVEL
 HEADINGS = ((1, 0), (0, 1), (-1, 0), (0, -1))
@@ -77,8 +88,21 @@ def level_for(task_id: str) -> tuple[str, int]:
     return LEVELS[index % len(LEVELS)], index // len(LEVELS)
 
 
-def gym_id(level: str) -> str:
-    return f"BabyAI-{level}-{GYM_VERSIONS.get(level, 'v0')}"
+def gym_spec(level: str) -> tuple[str, dict]:
+    """(gymnasium id, keyword arguments) that build ``level`` as AgentGym does."""
+    return GYM_SPECS.get(level, (f"BabyAI-{level}-v0", {}))
+
+
+def door_state(door: WorldObj) -> str:
+    return "open" if door.is_open else "locked" if door.is_locked else "closed"
+
+
+def view_order(pose: Pose, cell: Cell) -> tuple[int, int, int]:
+    """AgentGym's order of objects in a view: steps away, farther rows, left first."""
+    fx, fy = HEADINGS[pose[2]]
+    dx, dy = cell[0] - pose[0], cell[1] - pose[1]
+    ahead, right = dx * fx + dy * fy, dy * fx - dx * fy
+    return abs(ahead) + abs(right), -ahead, right
 
 
 def front(pose: Pose) -> Cell:
@@ -155,13 +179,18 @@ class World:
     """One running BabyAI level plus what the agent has seen of it."""
 
     def __init__(self, level: str, seed: int) -> None:
-        self.game = gym.make(gym_id(level), disable_env_checker=True).unwrapped
+        name, kwargs = gym_spec(level)
+        self.game = gym.make(name, disable_env_checker=True, **kwargs).unwrapped
         # Level generation prints every rejected sample on stdout.
         with contextlib.redirect_stdout(io.StringIO()):
             self.game.reset(seed=seed)
         self.seen = np.zeros((self.game.width, self.game.height), dtype=bool)
-        self.labels = assign_labels(self.game)
+        self.labels = rank_objects(self.game)
+        self.numbers: dict[int, int] = {}
+        self._counts: dict[tuple[str, str], int] = {}
         self.look()
+        if self.carrying is not None:
+            self._number(self.carrying)
 
     # --- state --------------------------------------------------------------
 
@@ -190,10 +219,17 @@ class World:
         return self.walkable(pos) and bool(self.seen[pos])
 
     def name(self, obj: WorldObj) -> str:
-        return self.labels[id(obj)][1]
+        """``grey ball 1``, or for a door ``red closed door 2`` (state as it is now)."""
+        number = self.numbers[id(obj)]
+        if obj.type == "door":
+            return f"{obj.color} {door_state(obj)} door {number}"
+        return f"{obj.color} {obj.type} {number}"
+
+    def is_named(self, obj: WorldObj | None) -> bool:
+        return obj is not None and id(obj) in self.numbers
 
     def objects(self) -> list[tuple[WorldObj, Cell]]:
-        """Named objects on the grid with their cells, in naming order."""
+        """Tracked objects on the grid with their cells, in reading order."""
         found = []
         for j in range(self.game.height):
             for i in range(self.game.width):
@@ -203,8 +239,14 @@ class World:
         return sorted(found, key=lambda item: self.labels[id(item[0])][0])
 
     def known_objects(self) -> list[tuple[WorldObj, Cell]]:
-        """Named objects on cells the agent has seen."""
-        return [(obj, cell) for obj, cell in self.objects() if self.seen[cell]]
+        """Named objects on cells the agent has seen, nearest first (AgentGym's
+        view order, extended to objects out of view)."""
+        known = [
+            (obj, cell)
+            for obj, cell in self.objects()
+            if self.seen[cell] and id(obj) in self.numbers
+        ]
+        return sorted(known, key=lambda item: view_order(self.pose, item[1]))
 
     def find(self, obj: WorldObj) -> Cell | None:
         return next((cell for o, cell in self.objects() if o is obj), None)
@@ -216,17 +258,32 @@ class World:
     # --- acting -------------------------------------------------------------
 
     def look(self) -> None:
-        """Mark the cells in the agent's current view as seen."""
+        """Mark the cells in view as seen and name the objects seen for the first
+        time, in AgentGym's view order."""
         _, visible = self.game.gen_obs_grid()
         size = self.game.agent_view_size
         x, y, d = self.pose
         fx, fy = HEADINGS[d]
         rx, ry = -fy, fx
+        new = []
         for i, j in zip(*np.nonzero(visible), strict=True):
             ahead, right = size - 1 - int(j), int(i) - size // 2
             cell = (x + ahead * fx + right * rx, y + ahead * fy + right * ry)
-            if self.in_grid(cell):
-                self.seen[cell] = True
+            if not self.in_grid(cell) or (ahead, right) == (0, 0):
+                continue
+            self.seen[cell] = True
+            obj = self.cell(cell)
+            if obj is not None and id(obj) in self.labels:
+                new.append((view_order(self.pose, cell), obj))
+        self.seen[x, y] = True
+        for _, obj in sorted(new, key=lambda item: item[0]):
+            self._number(obj)
+
+    def _number(self, obj: WorldObj) -> None:
+        if id(obj) not in self.numbers:
+            key = (obj.color, obj.type)
+            self._counts[key] = self._counts.get(key, 0) + 1
+            self.numbers[id(obj)] = self._counts[key]
 
     def act(self, primitive: str) -> tuple[float, bool, bool]:
         """One minigrid step: (reward, terminated, truncated)."""
@@ -296,11 +353,12 @@ class World:
         return bool(visible[size // 2 + right, size - 1 - ahead])
 
 
-def assign_labels(game) -> dict[int, tuple[int, str, WorldObj]]:
-    """Stable names per (colour, type), numbered in reading order of the grid.
+def rank_objects(game) -> dict[int, tuple[int, WorldObj]]:
+    """Every door, key, ball and box with a fixed rank (reading order of the grid;
+    a box's content right after the box, an object carried at the start last).
 
-    A box's content is named right after the box; an object the agent starts with
-    comes last. Entries keep their object alive, so its ``id`` is never reused.
+    Ranks break ties deterministically; entries keep their object alive, so its
+    ``id`` is never reused.
     """
     ordered = []
     for j in range(game.height):
@@ -312,10 +370,4 @@ def assign_labels(game) -> dict[int, tuple[int, str, WorldObj]]:
                     ordered.append(obj.contains)
     if game.carrying is not None:
         ordered.append(game.carrying)
-    counts: dict[tuple[str, str], int] = {}
-    labels = {}
-    for rank, obj in enumerate(ordered):
-        key = (obj.color, obj.type)
-        counts[key] = counts.get(key, 0) + 1
-        labels[id(obj)] = (rank, f"{obj.color} {obj.type} {counts[key]}", obj)
-    return labels
+    return {id(obj): (rank, obj) for rank, obj in enumerate(ordered)}
