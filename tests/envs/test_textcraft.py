@@ -9,7 +9,8 @@ from evoflow.envs import EnvError, TaskError, make_env, play_expert, replay
 from evoflow.envs.textcraft import goal_list, goals
 from evoflow.envs.textcraft_recipes import build_book, default_book, recipe_dir
 
-CRAFTING_TABLE = "1030"  # goal 103 (crafting table), distractor variant 0
+CRAFTING_TABLE = "191"  # goal 191 (crafting table, depth 2), distractor variant 0
+GOALS = 532
 
 
 def test_scripted_actions_give_exact_observations():
@@ -143,7 +144,9 @@ def test_goal_list_does_not_depend_on_file_order():
     backward = goal_list(build_book(reversed(paths)))
 
     assert forward == backward == goals()
-    assert [g.item for g in forward] == sorted(g.item for g in forward)
+    assert [(g.depth, g.item) for g in forward] == sorted(
+        (g.depth, g.item) for g in forward
+    )
 
 
 def test_test_split_covers_depths_and_never_shares_a_goal_with_train():
@@ -151,11 +154,14 @@ def test_test_split_covers_depths_and_never_shares_a_goal_with_train():
     listed = goals()
     test, train = env.task_ids("test"), env.task_ids("train")
 
-    depths = Counter(listed[int(i) // 10].depth for i in test)
-    test_goals = {int(i) // 10 for i in test}
-    train_goals = {int(i) // 10 for i in train}
+    depths = Counter(listed[int(i) % GOALS].depth for i in test)
+    test_goals = {int(i) % GOALS for i in test}
+    train_goals = {int(i) % GOALS for i in train}
 
-    assert depths == {1: 30, 2: 31, 3: 31, 4: 8}
+    # AgentGym-RL's test set: 31 / 41 / 25 / 3 tasks of depth 1 / 2 / 3 / 4.
+    assert len(listed) == GOALS
+    assert depths == {1: 31, 2: 41, 3: 25, 4: 3}
+    assert all(int(i) < GOALS for i in test)
     assert len(test_goals) == 100
     assert not test_goals & train_goals
     assert len(train) == 2 * len(train_goals) == 2 * (len(listed) - 100)
@@ -163,8 +169,8 @@ def test_test_split_covers_depths_and_never_shares_a_goal_with_train():
 
 def test_distractor_variants_change_only_the_distractors():
     env = make_env("textcraft")
-    first = set(env.reset("1030").splitlines())
-    second = set(env.reset("1031").splitlines())
+    first = set(env.reset(CRAFTING_TABLE).splitlines())
+    second = set(env.reset(str(int(CRAFTING_TABLE) + GOALS)).splitlines())
     assert "craft 1 crafting table using 4 oak planks" in first & second
     assert first != second
     assert len(env.commands) <= 2 + 10
@@ -207,3 +213,37 @@ def test_unknown_task_and_step_before_reset():
         env.reset("999999")
     with pytest.raises(TaskError, match="not an integer"):
         env.reset("abc")
+
+
+def test_custom_task_shows_its_commands_and_can_use_them():
+    # Prepare
+    env = make_env("textcraft")
+    commands = (
+        "craft 1 iron ingot using 9 iron nugget\ncraft 1 bucket using 3 iron ingot"
+    )
+
+    # Execute
+    first = env.reset_custom(commands, "bucket")
+    refused = env.step("get 3 iron ingot")
+    env.step("get 27 iron nugget")
+    crafted = env.step("craft 3 iron ingot using 27 iron nugget")
+    done = env.step("craft 1 bucket using 3 iron ingot")
+
+    # Assert
+    assert first == f"Crafting commands:\n{commands}\n\nGoal: craft bucket."
+    assert env.commands == commands.splitlines() and env.goal == "bucket"
+    assert not refused.valid and crafted.valid
+    assert done.success and done.reward == 1.0
+
+
+@pytest.mark.parametrize(
+    ("commands", "goal", "named"),
+    [
+        ("craft 4 oak planks using 1 oak log", "unobtainium", "'unobtainium'"),
+        ("make planks from logs", "oak planks", "'make planks from logs'"),
+        ("\n \n", "oak planks", "empty"),
+    ],
+)
+def test_custom_task_names_what_is_wrong(commands, goal, named):
+    with pytest.raises(ValueError, match=named):
+        make_env("textcraft").reset_custom(commands, goal)

@@ -10,11 +10,29 @@ taken in any amount with ``get``; everything else has to be crafted.
 
 Goals are the craftable items whose canonical crafting tree has depth 1-4 and
 whose expert plan (one ``get`` per base item, one ``craft`` per crafted item)
-fits the turn cap, sorted by item id. Task id ``10 * g + v`` is goal ``g`` of that
-list with distractor variant ``v`` (0-9). The test split has 100 goals (variant
-0), drawn per depth: 30 of depth 1, 31 of depth 2, 31 of depth 3 and 8 of the 11
-depth-4 goals (three stay for training). The training split holds every other
-goal with variants 0 and 1, so no test goal is ever trained on.
+fits the turn cap: 532 items, 140 / 269 / 112 / 11 of depth 1 / 2 / 3 / 4.
+
+Task ids follow AgentGym's rule, made reproducible. AgentGym's ``data_idx`` ``i``
+is item ``i % n`` of its craftable items sorted by depth, where the order within
+a depth is the order in which ``os.listdir`` returned the recipe files and its
+command lists also depend on hash order, so its ids name different goals on
+different machines (``tests/envs/fixtures/agentgym_textcraft.json`` holds the 544
+goals its server gave, by id, on one machine). Here the goals are sorted by depth
+and then by item id, and task id ``i`` is goal ``i % 532`` with distractor
+variant ``i // 532`` (0-9): ids ``0``-``139`` are the depth-1 goals, and so on.
+The same goal seldom has the same id in both (once in those 544 ids): translate
+ids through the goal names. The recipe books differ a little, too: AgentGym's
+keeps one direction of each recipe loop (the one its file order meets first),
+ours cuts loops (see ``textcraft_recipes``), so 19 of its goals (ingots, storage
+and chiseled blocks) are base items or absent here, and 35 items differ in depth
+(``iron boots`` is depth 2 there, where iron ingots are crafted from nuggets,
+and depth 1 here). 99 of our 100 test goals are AgentGym goals (not ``purpur
+stairs``).
+
+The test split keeps AgentGym-RL's depth mix: 100 goals at variant 0, 31 / 41 /
+25 / 3 of depth 1 / 2 / 3 / 4, drawn per depth with a fixed seed. The training
+split holds every other goal with variants 0 and 1, so no test goal is ever
+trained on.
 
 Observation
 -----------
@@ -45,100 +63,29 @@ The expert solves every test task in at most 11 actions.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from functools import cache
 
-from evoflow.envs.base import EnvError, Step, TaskError, TextEnv
-from evoflow.envs.textcraft_recipes import (
-    Recipe,
-    RecipeBook,
-    default_book,
-    item_id,
-    readable,
+from evoflow.envs.base import EnvError, Step, TextEnv
+from evoflow.envs.textcraft_recipes import Recipe, default_book, item_id, readable
+from evoflow.envs.textcraft_tasks import (
+    CRAFT,
+    MAX_TURNS,
+    TEST_GOALS_PER_DEPTH,
+    TRAIN_VARIANTS,
+    Goal,
+    custom_task,
+    decode,
+    describe,
+    goal_list,
+    goals,
+    parse_amounts,
+    task_commands,
 )
 from evoflow.seeding import py_random
 
-MAX_TURNS = 20
-MAX_DEPTH = 4
-VARIANTS = 10
-TRAIN_VARIANTS = 2
-MAX_DISTRACTORS = 10
-MAX_COUNT = 999
-TEST_GOALS_PER_DEPTH = {1: 30, 2: 31, 3: 31, 4: 8}
+__all__ = ["TextCraftEnv", "goal_list", "goals"]
 
 GET = re.compile(r"get (\d+) (.+)")
-CRAFT = re.compile(r"craft (\d+) (.+?) using (.+)")
-AMOUNT = re.compile(r"(\d+) (.+)")
-
-
-@dataclass(frozen=True)
-class Goal:
-    """A goal item and the depth of its canonical crafting tree."""
-
-    item: str
-    depth: int
-
-
-def goal_list(book: RecipeBook) -> tuple[Goal, ...]:
-    """Craftable items of depth 1-4 whose expert plan fits the turn cap, by id."""
-    return tuple(
-        Goal(item, book.depth[item])
-        for item in sorted(book.canonical)
-        if 1 <= book.depth[item] <= MAX_DEPTH and len(book.tree(item)) <= MAX_TURNS
-    )
-
-
-@cache
-def goals() -> tuple[Goal, ...]:
-    return goal_list(default_book())
-
-
-def decode(task_id: str) -> tuple[Goal, int]:
-    """(goal, distractor variant) of a task id (``10 * goal index + variant``)."""
-    try:
-        index = int(task_id)
-    except ValueError:
-        raise TaskError(f"textcraft: task id {task_id!r} is not an integer") from None
-    if not 0 <= index < VARIANTS * len(goals()):
-        raise TaskError(f"textcraft: no task with id {task_id!r}")
-    return goals()[index // VARIANTS], index % VARIANTS
-
-
-def distractor_pool(book: RecipeBook, goal: str) -> list[str]:
-    """Commands of recipes that use an item of ``goal``'s tree to make another."""
-    tree = set(book.tree(goal))
-    pool = {
-        recipe.command
-        for output in sorted(book.recipes)
-        if output not in tree
-        for recipe in book.recipes[output]
-        if any(item in tree for item, _ in recipe.ingredients)
-    }
-    return sorted(pool)
-
-
-def task_commands(book: RecipeBook, goal: str, variant: int) -> list[str]:
-    """The shuffled crafting commands shown for a goal and distractor variant."""
-    rand = py_random("textcraft", goal, variant)
-    relevant = [
-        book.canonical[i].command for i in book.tree(goal) if i in book.canonical
-    ]
-    pool = distractor_pool(book, goal)
-    commands = relevant + rand.sample(pool, min(MAX_DISTRACTORS, len(pool)))
-    rand.shuffle(commands)
-    return commands
-
-
-def parse_amounts(text: str) -> dict[str, int] | None:
-    """``1 oak log, 2 stick`` -> {"oak_log": 1, "stick": 2}; None if ill-formed."""
-    amounts: dict[str, int] = {}
-    for part in text.split(","):
-        match = AMOUNT.fullmatch(part.strip())
-        if match is None:
-            return None
-        item = item_id(match.group(2))
-        amounts[item] = amounts.get(item, 0) + int(match.group(1))
-    return amounts
+MAX_COUNT = 999
 
 
 def batches(recipe: Recipe, count: int, given: dict[str, int]) -> int | None:
@@ -178,6 +125,7 @@ class TextCraftEnv(TextEnv):
         self._book = default_book()
         self._task: Goal | None = None
         self._commands: list[str] = []
+        self._extra: dict[str, tuple[Recipe, ...]] = {}
         self._inventory: dict[str, int] = {}
 
     @classmethod
@@ -188,12 +136,13 @@ class TextCraftEnv(TextEnv):
             at_depth = [i for i, g in enumerate(listed) if g.depth == depth]
             rand = py_random("textcraft", "test goals", depth)
             test_goals.update(rand.sample(at_depth, min(quota, len(at_depth))))
-        test = [str(VARIANTS * i) for i in sorted(test_goals)]
+        count = len(listed)
+        test = [str(i) for i in sorted(test_goals)]
         train = [
-            str(VARIANTS * i + v)
-            for i in range(len(listed))
-            if i not in test_goals
+            str(i + v * count)
             for v in range(TRAIN_VARIANTS)
+            for i in range(count)
+            if i not in test_goals
         ]
         return {"test": test, "train": train}
 
@@ -228,9 +177,35 @@ class TextCraftEnv(TextEnv):
     def _reset(self, task_id: str) -> str:
         self._task, variant = decode(task_id)
         self._commands = task_commands(self._book, self._task.item, variant)
+        self._extra = {}
         self._inventory = {}
-        lines = "\n".join(self._commands)
-        return f"Crafting commands:\n{lines}\n\nGoal: craft {self.goal}."
+        return describe(self._commands, self._task.item)
+
+    def reset_custom(self, commands: str, goal: str) -> str:
+        """Start a task given as text (AgentGym's ``/create`` with its own
+        ``commands`` and ``goal``); the commands can be crafted with besides the
+        recipe book. Raises ``ValueError`` naming a bad command line or goal."""
+        task = custom_task(self._book, commands, goal)
+        self._task, self._commands, self._extra = task.goal, task.commands, task.recipes
+        self._inventory = {}
+        self._observation = describe(self._commands, self._task.item)
+        self._running = True
+        return self._observation
+
+    def _recipes(self, output: str) -> tuple[Recipe, ...]:
+        return self._book.recipes.get(output, ()) + self._extra.get(output, ())
+
+    def _known(self, item: str) -> bool:
+        return (
+            item in self._book.items
+            or item in self._extra
+            or any(
+                item == i
+                for rs in self._extra.values()
+                for r in rs
+                for i, _ in r.ingredients
+            )
+        )
 
     def _step(self, action: str) -> Step:
         text = " ".join(action.strip().rstrip(".").lower().split())
@@ -256,9 +231,9 @@ class TextCraftEnv(TextEnv):
 
     def _get(self, count: int, item: str) -> Step:
         name = readable(item)
-        if item not in self._book.items:
+        if not self._known(item):
             return refused(f"Unknown item: {name}.")
-        if not self._book.is_base(item):
+        if self._recipes(item):
             return refused(f"Cannot get {name}: it is not a base item; craft it.")
         if not 1 <= count <= MAX_COUNT:
             return refused(f"You can get between 1 and {MAX_COUNT} items at a time.")
@@ -267,10 +242,10 @@ class TextCraftEnv(TextEnv):
 
     def _craft(self, count: int, output: str, given: dict[str, int]) -> Step:
         name = readable(output)
-        unknown = [i for i in (output, *given) if i not in self._book.items]
+        unknown = [i for i in (output, *given) if not self._known(i)]
         if unknown:
             return refused(f"Unknown item: {readable(unknown[0])}.")
-        recipes = self._book.recipes.get(output, ())
+        recipes = self._recipes(output)
         if not recipes:
             return refused(f"There is no recipe for {name}; it is a base item.")
         for recipe in recipes:
@@ -311,7 +286,7 @@ class TextCraftEnv(TextEnv):
             item
             for command in self._commands
             for item in self._command_items(command)
-            if self._book.is_base(item)
+            if self._known(item) and not self._recipes(item)
         }
         gets = [f"get 1 {readable(b)}" for b in sorted(bases)]
         return ["inventory", *self._commands, *gets]
