@@ -97,3 +97,43 @@ def test_webshop_routes():
             last = http.post("/step", json={"env_idx": idx, "action": action}).json()
         assert set(last) == {"state", "reward", "done", "info"}
         assert last["done"] is True and last["reward"] == 1.0
+
+
+def test_webshop_close_answers_200_and_ends_the_session():
+    with client("webshop") as http:
+        idx = http.post("/create").json()
+        http.post("/reset", json={"env_idx": idx, "session_id": 0})
+        instruction = http.get("/instruction_text", params={"env_idx": idx}).json()
+        closed = http.post("/close", json={"env_idx": idx})
+        shop = make_env("webshop")
+        shop.reset("0")
+        assert instruction == shop.page.instruction
+        assert closed.status_code == 200 and closed.json() is True
+        late = http.post("/step", json={"env_idx": idx, "action": "search[x]"})
+        assert late.status_code == 200 and "error" in late.json()
+
+
+def test_textcraft_create_with_its_own_commands_and_goal():
+    commands = (
+        "craft 4 oak planks using 1 oak log\ncraft 1 crafting table using 4 oak planks"
+    )
+    with client("textcraft") as http:
+        body = {"commands": commands, "goal": "minecraft:crafting_table"}
+        created = http.post("/create", json=body).json()
+        sid = created["id"]
+        assert created["observation"] == (
+            f"Crafting commands:\n{commands}\n\nGoal: craft crafting table."
+        )
+        assert http.get("/goal", params={"id": sid}).json() == "crafting table"
+        for action in [
+            "get 1 oak log",
+            "craft 4 oak planks using 1 oak log",
+            "craft 1 crafting table using 4 oak planks",
+        ]:
+            last = http.post("/step", json={"id": sid, "action": action}).json()
+        assert last == {"observation": "Crafted 1 crafting table", "reward": 1.0,
+                        "done": True}  # fmt: skip
+        bad = http.post("/create", json={"commands": commands, "goal": "unobtainium"})
+        half = http.post("/create", json={"commands": commands, "goal": None})
+        assert bad.status_code == 200 and "unobtainium" in bad.json()["error"]
+        assert "both" in half.json()["error"]

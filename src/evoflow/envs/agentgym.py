@@ -2,7 +2,9 @@
 
 Shapes follow AgentGym's env servers exactly (see FACTS): BabyAI and TextCraft at
 the root with ``id``/``data_idx``; Maze and Wordle under ``/maze`` and ``/wordle``
-with ``game``/``seed``; WebShop at the root with ``env_idx``/``session_id``. As in
+with ``game``/``seed``; WebShop at the root with ``env_idx``/``session_id``, plus
+the ``/close`` its client calls. TextCraft's ``/create`` also takes AgentGym's
+own ``commands`` and ``goal`` (a session with that task). As in
 AgentGym, problems inside a well-formed request (unknown id, finished episode,
 unknown task) answer HTTP 200 with ``{"error": "..."}`` because AgentGym's
 clients assert 200 and look for that key; malformed bodies still get 422 and a
@@ -50,13 +52,17 @@ class SeedBody(IdBody):
 
 
 class CreateCraftBody(_Body):
-    commands: str | None = None
-    goal: str | None = None
+    commands: Annotated[str, Field(max_length=MAX_ACTION_CHARS * 4)] | None = None
+    goal: Action | None = None
 
 
 class ShopResetBody(_Body):
     env_idx: Index
     session_id: Index = 0
+
+
+class ShopCloseBody(_Body):
+    env_idx: Index
 
 
 class ShopStepBody(_Body):
@@ -139,14 +145,19 @@ def _textcraft(pool: SessionPool) -> APIRouter:
 
     @router.post("/create")
     async def create(body: CreateCraftBody | None = None) -> Any:
-        if body is not None and (body.commands or body.goal):
-            return {
-                "error": "custom commands/goal are not supported; reset with data_idx"
-            }
+        commands = body.commands if body is not None else None
+        goal = body.goal if body is not None else None
+        if (commands is None) != (goal is None):
+            return {"error": "give both commands and goal, or neither"}
         session_id = pool.create()
 
         def run():
-            _, observation = _reset(pool, session_id, 0)
+            if commands is None:
+                _, observation = _reset(pool, session_id, 0)
+            else:
+                session = pool.get(session_id)
+                session.score = 0.0
+                observation = session.env.reset_custom(commands, goal)
             return {
                 "id": session_id,
                 "observation": observation,
@@ -154,7 +165,11 @@ def _textcraft(pool: SessionPool) -> APIRouter:
                 "reward": 0,
             }
 
-        return _guarded(run)
+        try:
+            return _guarded(run)
+        except ValueError as exc:
+            pool.close(session_id)
+            return {"error": str(exc)}
 
     @router.post("/reset")
     async def reset(body: ResetBody) -> Any:
@@ -286,5 +301,15 @@ def _webshop(pool: SessionPool) -> APIRouter:
             return {"has_search_bar": has_search_bar, "clickables": clickables}
 
         return _guarded(run)
+
+    @router.get("/instruction_text")
+    async def instruction_text(env_idx: Index) -> Any:
+        return _guarded(lambda: pool.get(env_idx).env.page.instruction)
+
+    @router.post("/close")
+    async def close(body: ShopCloseBody) -> Any:
+        """AgentGym's WebShop client posts here when done (its server has no such
+        route); the session is closed and the answer is ``true``."""
+        return _guarded(lambda: pool.close(body.env_idx) or True)
 
     return router
