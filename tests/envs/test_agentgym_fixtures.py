@@ -157,3 +157,18 @@ def test_textcraft_goal_mapping_is_documented_against_agentgym():
         if a == b
     ] == [146]
     assert [goal for goal in test if goal not in theirs] == ["purpur stairs"]
+
+
+def test_maze_observations_match_agentgym():
+    env = make_env("maze")
+    for game in fixture("maze")["games"]:
+        assert env.reset(str(game["game"])) == game["reset"]
+        for step in game["steps"]:
+            ours = env.step(step["action"])
+            assert (ours.done, ours.reward) == (step["done"], step["reward"])
+            if ours.done:
+                assert step["observation"] == "Success\n"
+            elif ours.valid and "bumped" not in ours.observation:
+                assert ours.observation == step["observation"]
+            else:  # our reason first, then AgentGym's unchanged description
+                assert ours.observation.endswith(f". {step['observation']}")

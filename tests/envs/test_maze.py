@@ -19,7 +19,7 @@ def test_scripted_actions_give_exact_observations():
 
     # Assert
     assert first == (
-        "A new maze begins. The goal is at position 8, 6. Your current position is at "
+        "The goal is at position 8, 6. Your current position is at "
         "position 1, 1. There are walls to your left, above you, below you."
     )
     assert steps[0].observation == (

@@ -12,7 +12,10 @@ Observation
 -----------
 ``The goal is at position 8, 6. Your current position is at position 1, 1. There
 are walls to your left, above you, below you.`` — walls are listed in the order
-right, left, above, below.
+right, left, above, below. The first observation and the one after every move
+are exactly AgentGym's (``tests/envs/fixtures/agentgym_maze.json``); a bump into a
+wall or an invalid action is said first, and reaching the goal is announced in
+our words (AgentGym answers ``Success``).
 
 Actions
 -------
@@ -196,7 +199,7 @@ class MazeEnv(TextEnv):
     def _reset(self, task_id: str) -> str:
         self._layout = layout_for(task_id)
         self._position = self._layout.start
-        return f"A new maze begins. {self._describe()}"
+        return self._describe()
 
     def _describe(self) -> str:
         (gr, gc), (r, c) = self._layout.goal, self._position
@@ -206,7 +209,7 @@ class MazeEnv(TextEnv):
             if not self._layout.is_open((r + MOVES[move][0], c + MOVES[move][1]))
         ]
         if not walls:
-            near = "There are no walls next to you."
+            near = "There are no walls near you."
         elif len(walls) == 1:
             near = f"There is a wall {walls[0]}."
         else:
