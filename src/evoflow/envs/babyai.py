@@ -89,7 +89,7 @@ from evoflow.envs.babyai_actions import (
 from evoflow.envs.babyai_expert import expert_move
 from evoflow.envs.babyai_text import INSTRUCTIONS, describe_view, steps, thing_name
 from evoflow.envs.babyai_world import World, front, level_for
-from evoflow.envs.base import Step, TextEnv
+from evoflow.envs.base import EnvError, Step, TextEnv
 
 TEST_COUNT = 90
 TRAIN_COUNT = 800
@@ -113,6 +113,7 @@ class BabyAIEnv(TextEnv):
     name = "babyai"
     max_turns = 20
     instructions = INSTRUCTIONS
+    _world: World | None = None
 
     @classmethod
     def build_splits(cls) -> dict[str, list[str]]:
@@ -129,6 +130,8 @@ class BabyAIEnv(TextEnv):
     @property
     def goal(self) -> str:
         """The mission as AgentGym shows it ("then" and "after you" read "and")."""
+        if self._world is None:
+            raise EnvError(f"{self.name}: no goal before reset(task_id)")
         goal = self._world.game.mission
         for old, new in GOAL_REWRITES:
             goal = goal.replace(old, new)
