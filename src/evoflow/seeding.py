@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Callable
 
 import numpy as np
 
@@ -37,3 +38,33 @@ def choose(items: list[str], n: int | None, *parts: object) -> list[str]:
         return list(items)
     picked = set(py_random(*parts).sample(range(len(items)), n))
     return [item for i, item in enumerate(items) if i in picked]
+
+
+def choose_stratified(
+    items: list[str], n: int | None, stratum: Callable[[str], str], *parts: object
+) -> list[str]:
+    """``n`` items drawn so that every stratum keeps its share, in original order.
+
+    Each stratum gets ``n`` times its share of ``items``, rounded down, and the
+    items left over go to the strata with the largest remainders (ties: the
+    larger stratum, then the name). Within a stratum the draw is ``choose``'s,
+    seeded by ``parts`` and the stratum's name.
+    """
+    if n is None or n >= len(items):
+        return list(items)
+    groups: dict[str, list[str]] = {}
+    for item in items:
+        groups.setdefault(stratum(item), []).append(item)
+    exact = {name: n * len(group) / len(items) for name, group in groups.items()}
+    quota = {name: int(share) for name, share in exact.items()}
+    by_remainder = sorted(
+        groups, key=lambda g: (quota[g] - exact[g], -len(groups[g]), g)
+    )
+    for name in by_remainder[: n - sum(quota.values())]:
+        quota[name] += 1
+    picked = {
+        item
+        for name, group in groups.items()
+        for item in choose(group, quota[name], *parts, name)
+    }
+    return [item for item in items if item in picked]

@@ -88,7 +88,7 @@ from evoflow.envs.babyai_actions import (
 )
 from evoflow.envs.babyai_expert import expert_move
 from evoflow.envs.babyai_text import INSTRUCTIONS, describe_view, steps, thing_name
-from evoflow.envs.babyai_world import World, front, level_for
+from evoflow.envs.babyai_world import World, front, level_family, level_for
 from evoflow.envs.base import EnvError, Step, TextEnv
 
 TEST_COUNT = 90
@@ -114,6 +114,11 @@ class BabyAIEnv(TextEnv):
     max_turns = 20
     instructions = INSTRUCTIONS
     _world: World | None = None
+
+    @classmethod
+    def stratum(cls, task_id: str) -> str:
+        """The level's family: goto, open, pickup, putnext, unlock or mixed."""
+        return level_family(level_for(task_id)[0])
 
     @classmethod
     def build_splits(cls) -> dict[str, list[str]]:

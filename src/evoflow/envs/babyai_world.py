@@ -57,6 +57,14 @@ LEVELS = (
 GYM_SPECS: dict[str, tuple[str, dict]] = {
     "GoToObjS6": ("BabyAI-GoToObj-v0", {"room_size": 4}),
 }
+# Level families by name, for stratified subsets of the test split.
+FAMILIES = (
+    ("goto", "GoTo"),
+    ("open", "Open"),
+    ("pickup", "(Unblock)?Pickup"),
+    ("putnext", "PutNext"),
+    ("unlock", "Unlock|KeyInBox|BlockedUnlockPickup"),
+)
 SEEDS_PER_LEVEL = 1000
 TASK_LIMIT = len(LEVELS) * SEEDS_PER_LEVEL
 HEADINGS = ((1, 0), (0, 1), (-1, 0), (0, -1))
@@ -86,6 +94,14 @@ def level_for(task_id: str) -> tuple[str, int]:
             f"babyai: no task with id {task_id!r} (ids are 0-{TASK_LIMIT - 1})"
         )
     return LEVELS[index % len(LEVELS)], index // len(LEVELS)
+
+
+def level_family(level: str) -> str:
+    """goto, open, pickup, putnext, unlock, or mixed (several skills per mission)."""
+    for family, pattern in FAMILIES:
+        if re.match(pattern, level):
+            return family
+    return "mixed"
 
 
 def gym_spec(level: str) -> tuple[str, dict]:

@@ -84,6 +84,12 @@ class TextEnv(ABC):
         return list(load_splits(self.name)[split])
 
     @classmethod
+    def stratum(cls, task_id: str) -> str:
+        """The group a task belongs to when a subset of a split is drawn
+        stratified (e.g. BabyAI's level family, TextCraft's crafting depth)."""
+        return "all"
+
+    @classmethod
     @abstractmethod
     def build_splits(cls) -> dict[str, list[str]]:
         """Deterministically list the task ids of every split (train ∩ test = ∅)."""

@@ -129,6 +129,11 @@ class TextCraftEnv(TextEnv):
         self._inventory: dict[str, int] = {}
 
     @classmethod
+    def stratum(cls, task_id: str) -> str:
+        listed = goals()
+        return f"depth {listed[int(task_id) % len(listed)].depth}"
+
+    @classmethod
     def build_splits(cls) -> dict[str, list[str]]:
         listed = goals()
         test_goals: set[int] = set()

@@ -13,12 +13,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from evoflow.atomic import write_json
-from evoflow.envs import env_factory, split_ids
+from evoflow.envs import env_class, env_factory, split_ids
 from evoflow.evaluate.metrics import episode_metrics
 from evoflow.policy.adapters import adapter_digest
 from evoflow.policy.base import Policy
 from evoflow.rollout.engine import Job, RolloutSpec, play
-from evoflow.seeding import choose
+from evoflow.seeding import choose_stratified
 from evoflow.store import Episode, ShardMeta, write_shard
 
 log = logging.getLogger(__name__)
@@ -27,8 +27,15 @@ log = logging.getLogger(__name__)
 def eval_tasks(
     env_name: str, count: int | None, seed: int, remote: dict | None = None
 ) -> list[str]:
-    """The evaluated test tasks: the same for every method of an experiment."""
-    return choose(split_ids(env_name, "test", remote), count, seed, "test", env_name)
+    """The evaluated test tasks: the same for every method of an experiment.
+
+    A subset is drawn stratified by the env's ``stratum`` (BabyAI level family,
+    TextCraft depth), so it keeps the split's mix; a remote env's tasks form
+    one stratum.
+    """
+    ids = split_ids(env_name, "test", remote)
+    stratum = env_class(env_name).stratum if remote is None else (lambda _: "all")
+    return choose_stratified(ids, count, stratum, seed, "test", env_name)
 
 
 def evaluate_envs(
