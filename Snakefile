@@ -24,4 +24,6 @@ include: "rules/report.smk"
 rule all:
     input:
         final_outputs(),
+    message:
+        f"{EXP}: every artifact is in {RESULTS}/, the report in {REPORTS}/"
     default_target: True
