@@ -143,6 +143,14 @@ def rank_comm_files():
     ]
 
 
+def explore_buffers():
+    """Round buffers of exploring methods (the report counts their explorations)."""
+    return [
+        client_path(name, r, env, "buffer.json")
+        for name, m in METHODS.items() if m.kind.explores
+        for r in range(1, m.final_round + 1) for env in ENVS
+    ]
+
 
 def method_evaluations(name):
     method = METHODS[name]

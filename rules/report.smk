@@ -21,6 +21,7 @@ rule report:
         config=f"{RESULTS}/config.json",
         metrics=[f for name in METHODS for f in method_evaluations(name)],
         comm=rank_comm_files(),
+        buffers=explore_buffers(),
     output:
         **{
             name: report(path, caption=f"../workflow/report/{REPORT_CAPTIONS[name]}", category="Fed-SE")

@@ -70,7 +70,8 @@ def test_rows_load_from_metrics_files(tmp_path):
     files = []
     for env, successes in (("maze", 2), ("wordle", 1)):
         path = tmp_path / f"{env}.json"
-        path.write_text(json.dumps({"env": env, "successes": successes, "episodes": 4}))
+        path.write_text(json.dumps({"env": env, "successes": successes, "episodes": 4,
+                                    "mean_turns": 3.0, "invalid_action_rate": 0.0}))  # fmt: skip
         files.append(path)
     loaded = load_row("fedit", "FedIT", files)
     assert loaded.rate("maze") == 50.0 and loaded.pooled == 37.5
@@ -87,8 +88,15 @@ def test_report_lists_methods_in_table_1_order_whatever_the_config_order(tmp_pat
             for env in config["envs"]:
                 path = tmp_path / name / f"round={round}" / "eval" / f"env={env}"
                 path.mkdir(parents=True)
-                metrics = {"env": env, "successes": 1, "episodes": 2}
+                metrics = {"env": env, "successes": 1, "episodes": 2,
+                           "mean_turns": 4.0, "invalid_action_rate": 0.25}  # fmt: skip
                 (path / "metrics.json").write_text(json.dumps(metrics))
+        for round in range(1, method.final_round + 1) if method.kind.explores else ():
+            for env in config["envs"]:
+                path = tmp_path / name / f"round={round}" / f"client={env}"
+                path.mkdir(parents=True)
+                info = {"explored_successes": 1, "explored_episodes": 3}
+                (path / "buffer.json").write_text(json.dumps({"info": info}))
     outputs = report_outputs(config, tmp_path / "reports")
     rows = build_report(config, tmp_path, outputs)
     expected = ["pretrained", "local", "centralized", "fedit", "fedse"]
@@ -96,3 +104,34 @@ def test_report_lists_methods_in_table_1_order_whatever_the_config_order(tmp_pat
     table = (tmp_path / "reports" / "table1.md").read_text()
     titles = [line.split("|")[1].strip() for line in table.splitlines()[2:7]]
     assert titles == ["Pre-Trained", "Local", "Centralized", "FedIT", "Fed-SE"]
+    rounds, envs = config["fed"]["rounds"], len(config["envs"])
+    found = f"| Fed-SE | 25.0 | 4.0 | {rounds * envs} / {3 * rounds * envs} |"
+    assert found in table and "| FedIT | 25.0 | 4.0 | – |" in table
+
+
+def test_behaviour_table_pools_turns_and_counts_explorations(tmp_path):
+    from evoflow.report.behaviour import behaviour_markdown, explored
+
+    # maze: 4 episodes x 5 turns, 10 % invalid -> 20 turns, 2 invalid;
+    # wordle: 6 episodes x 2 turns, 50 % invalid -> 12 turns, 6 invalid.
+    # Pooled: 8 / 32 = 25.0 % invalid, 32 turns / 10 episodes = 3.2 turns.
+    files = []
+    for env, n, turns, invalid in (("maze", 4, 5.0, 0.1), ("wordle", 6, 2.0, 0.5)):
+        path = tmp_path / f"{env}.json"
+        path.write_text(json.dumps({"env": env, "successes": 1, "episodes": n,
+                                    "mean_turns": turns, "invalid_action_rate": invalid}))  # fmt: skip
+        files.append(path)
+    fedse = load_row("fedse", "Fed-SE", files)
+    buffers = []
+    for k, (found, played) in enumerate(((1, 3), (4, 3))):
+        path = tmp_path / f"buffer{k}.json"
+        path.write_text(json.dumps({"shards": [], "info": {
+            "explored_successes": found, "explored_episodes": played}}))  # fmt: skip
+        buffers.append(path)
+    assert explored(buffers) == (5, 6)
+    table = behaviour_markdown([fedse], {"fedse": explored(buffers)})
+    assert "| Fed-SE | 25.0 | 3.2 | 5 / 6 |" in table
+    assert "| FedIT | 0.0 | 1.0 | – |" in behaviour_markdown(
+        [Row("fedit", "FedIT", {"maze": 0}, {"maze": 2}, {"maze": 2.0}, {"maze": 0.0})],
+        {},
+    )

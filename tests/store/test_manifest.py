@@ -114,3 +114,15 @@ def test_empty_manifest_loads_an_empty_table(tmp_path):
     path = write_manifest(tmp_path / "m.json", Manifest())
     assert load_episodes(path).num_rows == 0
     assert load_episodes(path, columns=["success"]).column_names == ["success"]
+
+
+def test_round_buffer_records_what_exploration_found(tmp_path, two_shards):
+    from evoflow.store.manifest import build_buffer
+
+    expert, explore = two_shards
+    seed = write_manifest(tmp_path / "seed.json", Manifest([shard_ref(expert)]))
+    for select, added in (("success", 2), ("all", 4)):  # 4 explored, ids 10, 12 won
+        out = tmp_path / select / "buffer.json"
+        info = build_buffer(out, seed, explore, select=select).info
+        assert (info["explored_episodes"], info["explored_successes"]) == (4, 2)
+        assert info["added_episodes"] == added

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from evoflow.methods import KINDS, Method, methods_from_config
 from evoflow.report import figures
+from evoflow.report.behaviour import behaviour_markdown, explored
 from evoflow.report.tables import (
     ENV_TITLES,
     Row,
@@ -64,15 +65,18 @@ def build_report(
         for name, m in methods.items()
     ]
     reference = reference_rows(config["model"]["name"])
-    note = _note(config, methods)
-    write_tables(
-        rows,
-        outputs["table_md"],
-        outputs["table_csv"],
-        outputs["table_tex"],
-        reference,
-        note,
+    exploration = {
+        name: explored(buffer_files(results, name, m, envs))
+        for name, m in methods.items()
+        if m.kind.explores
+    }
+    companion = (
+        "How the methods behave (final evaluation, pooled over all test episodes; "
+        "exploration successes are summed over every round and client):\n\n"
+        + behaviour_markdown(rows, exploration)
     )
+    write_tables(rows, outputs["table_md"], outputs["table_csv"], outputs["table_tex"],
+                 reference, _note(config, methods), companion)  # fmt: skip
 
     titles = {**ENV_TITLES, **{r.method: r.title for r in rows}}
     base = next((r for r in rows if r.method == "pretrained"), None)
@@ -117,6 +121,15 @@ def build_report(
         figures.rank_tradeoff(points, outputs["ranks"])
     log.info("report: %d methods, %d envs", len(rows), len(envs))
     return rows
+
+
+def buffer_files(results: str | Path, name: str, method: Method, envs) -> list[Path]:
+    """The round buffers of an exploring method, every client, up to its final round."""
+    return [
+        Path(results) / name / f"round={r}" / f"client={env}" / "buffer.json"
+        for r in range(1, method.final_round + 1)
+        for env in envs
+    ]
 
 
 def _row_order(name: str, method: Method) -> tuple[int, int, str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from evoflow.atomic import atomic_path
@@ -44,6 +44,8 @@ class Row:
     title: str
     successes: dict[str, int]
     episodes: dict[str, int]
+    turns: dict[str, float] = field(default_factory=dict)  # turns played, per env
+    invalid: dict[str, float] = field(default_factory=dict)  # invalid actions, per env
 
     def rate(self, env: str) -> float | None:
         n = self.episodes.get(env, 0)
@@ -54,15 +56,33 @@ class Row:
         n = sum(self.episodes.values())
         return 100.0 * sum(self.successes.values()) / n if n else None
 
+    @property
+    def invalid_pct(self) -> float | None:
+        """Invalid actions as % of all turns played, pooled over envs."""
+        n = sum(self.turns.values())
+        return 100.0 * sum(self.invalid.values()) / n if n else None
+
+    @property
+    def mean_turns(self) -> float | None:
+        n = sum(self.episodes.values())
+        return sum(self.turns.values()) / n if n else None
+
+
+def row_from_metrics(method: str, title: str, metrics: Mapping[str, Mapping]) -> Row:
+    """A table row from per-env evaluation metrics (``metrics.json`` contents)."""
+    successes, episodes, turns, invalid = {}, {}, {}, {}
+    for env, m in metrics.items():
+        successes[env] = int(m["successes"])
+        episodes[env] = int(m["episodes"])
+        turns[env] = m["mean_turns"] * episodes[env]
+        invalid[env] = m["invalid_action_rate"] * turns[env]
+    return Row(method, title, successes, episodes, turns, invalid)
+
 
 def load_row(method: str, title: str, metric_files: Sequence[str | Path]) -> Row:
     """A table row from a method's per-env ``metrics.json`` files."""
-    successes, episodes = {}, {}
-    for path in metric_files:
-        metrics = json.loads(Path(path).read_text())
-        successes[metrics["env"]] = int(metrics["successes"])
-        episodes[metrics["env"]] = int(metrics["episodes"])
-    return Row(method, title, successes, episodes)
+    metrics = [json.loads(Path(path).read_text()) for path in metric_files]
+    return row_from_metrics(method, title, {m["env"]: m for m in metrics})
 
 
 def method_title(name: str, kind: str) -> str:
@@ -98,8 +118,8 @@ def table_cells(rows: Sequence[Row]) -> tuple[list[str], list[list[str]]]:
     header = ["Method", *(ENV_TITLES.get(e, e) for e in envs), "Avg"]
     body = []
     for row in rows:
-        cells = [row.title] + [_pct(row.rate(e)) for e in envs]
-        avg = _pct(row.pooled)
+        cells = [row.title] + [pct(row.rate(e)) for e in envs]
+        avg = pct(row.pooled)
         if base is not None and row.method != "pretrained" and row.pooled is not None:
             avg += f" ({row.pooled - base:+.1f})"
         body.append(cells + [avg])
@@ -107,25 +127,27 @@ def table_cells(rows: Sequence[Row]) -> tuple[list[str], list[list[str]]]:
 
 
 def markdown(rows: Sequence[Row], reference: Mapping[str, Mapping[str, float]] | None = None,
-             note: str = "") -> str:  # fmt: skip
+             note: str = "", companion: str = "") -> str:  # fmt: skip
     header, body = table_cells(rows)
     lines = [
-        _md_row(header),
-        _md_row(["---"] * len(header)),
-        *(_md_row(b) for b in body),
+        md_row(header),
+        md_row(["---"] * len(header)),
+        *(md_row(b) for b in body),
     ]
     text = "\n".join(lines) + "\n"
     if note:
         text += f"\n{note}\n"
+    if companion:
+        text += f"\n{companion}"
     if reference:
         envs = columns(rows)
         ref_header = ["Method (paper)", *(ENV_TITLES.get(e, e) for e in envs), "Avg"]
-        ref_lines = [_md_row(ref_header), _md_row(["---"] * len(ref_header))]
+        ref_lines = [md_row(ref_header), md_row(["---"] * len(ref_header))]
         for row in rows:
             paper = reference.get(row.method)
             if paper:
                 ref_lines.append(
-                    _md_row(
+                    md_row(
                         [
                             row.title,
                             *(f"{paper[e]:.1f}" for e in envs),
@@ -164,14 +186,15 @@ def latex(rows: Sequence[Row]) -> str:
 
 
 def write_tables(rows: Sequence[Row], md: str | Path, csv_path: str | Path, tex: str | Path,
-                 reference=None, note: str = "") -> None:  # fmt: skip
-    for path, text in ((md, markdown(rows, reference, note)), (csv_path, csv_text(rows)),
+                 reference=None, note: str = "", companion: str = "") -> None:  # fmt: skip
+    for path, text in ((md, markdown(rows, reference, note, companion)), (csv_path, csv_text(rows)),
                        (tex, latex(rows))):  # fmt: skip
         with atomic_path(path) as tmp:
             tmp.write_text(text)
 
 
-def _pct(value: float | None) -> str:
+def pct(value: float | None) -> str:
+    """A percentage cell: one decimal, an en dash where there is nothing to show."""
     return "–" if value is None else f"{value:.1f}"
 
 
@@ -179,7 +202,7 @@ def _num(value: float | None) -> str:
     return "" if value is None else f"{value:.2f}"
 
 
-def _md_row(cells: Sequence[str]) -> str:
+def md_row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 

@@ -175,12 +175,11 @@ def build_buffer(
     base = read_manifest(previous or seed_manifest)
     ref = shard_ref(explored, select=select)
     table = read_shard(explored, columns=["success"])
-    chosen = (
-        table.num_rows
-        if select == "all"
-        else int(pc.sum(table["success"]).as_py() or 0)
-    )
-    buffer = base.extended([ref], **(info or {}), added_episodes=chosen)
+    successes = int(pc.sum(table["success"]).as_py() or 0)
+    chosen = table.num_rows if select == "all" else successes
+    buffer = base.extended([ref], **(info or {}), added_episodes=chosen,
+                           explored_episodes=table.num_rows,
+                           explored_successes=successes)  # fmt: skip
     write_manifest(output, buffer)
     return buffer
 
