@@ -179,6 +179,26 @@ def _make_splits(args: argparse.Namespace) -> int:
     return 0
 
 
+def _calibrate_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("sweep", help="sweep file, e.g. config/calibration.yaml")
+    p.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
+
+
+@command(
+    "calibrate",
+    "Run a training-settings sweep and write its table (see evoflow.calibration).",
+    _calibrate_args,
+)
+def _calibrate(args: argparse.Namespace) -> int:
+    from evoflow.calibration import load_sweep, run_sweep
+
+    records = run_sweep(args.sweep, args.threads)
+    print(
+        f"{len(records)} trials recorded; table in {load_sweep(args.sweep)['report']}"
+    )
+    return 0
+
+
 def _serve_args(p: argparse.ArgumentParser) -> None:
     from evoflow.envs import REGISTRY
 
