@@ -11,9 +11,9 @@ AVX2 machine in fp32; the test asks for 6).
 
 The test is meant to fail when any stage of learning breaks. Broken once on
 purpose, it failed with SFT labels shifted by one token (0 of 31 solved after
-training) and with the optimizer step skipped so the LoRA never updates (0 of
-31), and with evaluation ignoring the adapter (0 of 31). Not yet tried the
-same way: the server summing the clients' adapters instead of averaging.
+training), with the optimizer step skipped so the LoRA never updates (0 of
+31), with evaluation ignoring the adapter (0 of 31), and with the server
+summing the clients' adapters instead of averaging them (0 of 31).
 """
 
 from __future__ import annotations
