@@ -14,9 +14,7 @@ if not workflow.overwrite_configfiles:
 
 include: "rules/common.smk"
 include: "rules/data.smk"
-include: "rules/explore.smk"
-include: "rules/train.smk"
-include: "rules/aggregate.smk"
+include: "rules/fedse.smk"
 include: "rules/evaluate.smk"
 include: "rules/report.smk"
 

@@ -4,7 +4,7 @@ import os
 import re
 
 from evoflow.config import config_hash, validate_config
-from evoflow.methods import POOLED, methods_from_config
+from evoflow.methods import POOLED, Layout, family, methods_from_config
 from evoflow.report.build import rank_methods, report_outputs
 
 # Fill defaults in place so every rule sees the same resolved config; a wrong
@@ -44,27 +44,18 @@ def method_of(wildcards):
 
 # --- paths -----------------------------------------------------------------
 
-
-def client_path(method, round, env, leaf):
-    return f"{RESULTS}/{method}/round={round}/client={env}/{leaf}"
-
-
-def global_adapter(method, round):
-    return f"{RESULTS}/{method}/round={round}/global/adapter"
-
-
-def expert_manifest(env):
-    return f"{RESULTS}/expert/env={env}/manifest.json"
-
-
-POOLED_MANIFEST = f"{RESULTS}/expert/manifest.json"
+LAYOUT = Layout(RESULTS)
+client_path = LAYOUT.client
+global_adapter = LAYOUT.global_adapter
+expert_manifest = LAYOUT.expert_manifest
+POOLED_MANIFEST = LAYOUT.pooled_manifest
 
 
 def eval_files(method, round, leaf):
-    return [f"{RESULTS}/{method}/round={round}/eval/env={env}/{leaf}" for env in ENVS]
+    return LAYOUT.evaluations(method, round, ENVS, leaf)
 
 
-# --- input functions ---------------------------------------------------------
+# --- input functions (the wiring is evoflow.methods.<family>) ----------------
 
 
 def runtime_settings(envs, fields):
@@ -83,47 +74,34 @@ def runtime_settings(envs, fields):
     }
 
 
-def start_adapter(wildcards):
-    """Round t starts from the global adapter of round t-1 (round 1: base model)."""
-    round = int(wildcards.round)
-    if round <= 1 or not method_of(wildcards).kind.federated:
-        return []
-    return global_adapter(wildcards.method, round - 1)
+def wired(name, *fields):
+    """An input function: the method family's ``name`` for the job's wildcards
+    (``None``, no such input, becomes an empty list)."""
+
+    def inputs(wildcards):
+        method = method_of(wildcards)
+        args = [int(getattr(wildcards, f)) if f == "round" else getattr(wildcards, f) for f in fields]
+        path = getattr(family(method), name)(LAYOUT, method, *args)
+        return [] if path is None else path
+
+    return inputs
 
 
-def train_manifest(wildcards):
-    """The buffer a client trains on: its round's buffer, or its expert demos."""
-    if method_of(wildcards).kind.explores:
-        return client_path(wildcards.method, wildcards.round, wildcards.env, "buffer.json")
-    return expert_manifest(wildcards.env)
-
-
-def previous_buffer(wildcards):
-    round = int(wildcards.round)
-    if round <= 1 or not method_of(wildcards).kind.history:
-        return []
-    return client_path(wildcards.method, round - 1, wildcards.env, "buffer.json")
+start_adapter = wired("start_adapter", "round")
+train_manifest = wired("train_manifest", "round", "env")
+buffer_inputs = wired("buffer_inputs", "round", "env")
+previous_comm = wired("previous_comm", "round")
 
 
 def client_adapters(wildcards):
-    return [client_path(wildcards.method, wildcards.round, env, "adapter") for env in ENVS]
-
-
-def previous_comm(wildcards):
-    round = int(wildcards.round)
-    if round <= 1:
-        return []
-    return f"{RESULTS}/{wildcards.method}/round={round - 1}/global/comm.json"
+    method = method_of(wildcards)
+    return family(method).client_adapters(LAYOUT, method, int(wildcards.round), ENVS)
 
 
 def eval_adapters(wildcards):
     """Adapters a (method, round) is evaluated with, keyed by env."""
-    kind = method_of(wildcards).kind
-    if not kind.trains:
-        return {}
-    if kind.per_env:
-        return {env: client_path(wildcards.method, 1, env, "adapter") for env in ENVS}
-    return {"global": global_adapter(wildcards.method, wildcards.round)}
+    method = method_of(wildcards)
+    return family(method).eval_adapters(LAYOUT, method, int(wildcards.round), ENVS)
 
 
 # --- targets -----------------------------------------------------------------
@@ -145,33 +123,18 @@ def rank_comm_files():
 
 def explore_buffers():
     """Round buffers of exploring methods (the report counts their explorations)."""
-    return [
-        client_path(name, r, env, "buffer.json")
-        for name, m in METHODS.items() if m.kind.explores
-        for r in range(1, m.final_round + 1) for env in ENVS
-    ]
+    return [f for m in METHODS.values() for f in family(m).buffers(LAYOUT, m, ENVS)]
 
 
 def method_evaluations(name):
     method = METHODS[name]
-    return [f for r in method.eval_rounds for f in eval_files(name, r, "metrics.json")]
+    return family(method).evaluations(LAYOUT, method, ENVS)
 
 
 def method_artifacts(name):
     """Every file a method leaves behind, round by round."""
     method = METHODS[name]
-    kind, files = method.kind, []
-    for round in range(1, method.rounds + 1) if kind.federated else [1] if kind.trains else []:
-        for env in ENVS:
-            if kind.explores:
-                files += [client_path(name, round, env, leaf) for leaf in ("explore.parquet", "buffer.json")]
-            if kind.federated or kind.per_env:
-                files.append(client_path(name, round, env, "adapter"))
-        if kind.federated:
-            files += [global_adapter(name, round), f"{RESULTS}/{name}/round={round}/global/comm.json"]
-        elif kind.pooled:
-            files.append(global_adapter(name, round))
-    return files + method_evaluations(name)
+    return family(method).artifacts(LAYOUT, method, ENVS)
 
 
 def final_outputs():
@@ -182,5 +145,5 @@ def final_outputs():
     whatever depends on it, and nothing else.
     """
     artifacts = [f for name in METHODS for f in method_artifacts(name)]
-    demos = [f"{RESULTS}/expert/env={env}/demos.parquet" for env in ENVS]
-    return [f"{RESULTS}/config.json", *demos, *artifacts, *REPORT.values()]
+    demos = [LAYOUT.demos(env) for env in ENVS]
+    return [LAYOUT.config, *demos, *artifacts, *REPORT.values()]

@@ -24,7 +24,7 @@ SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
 
 @functools.cache
 def load_schema(path: str | Path = SCHEMA_PATH) -> dict[str, Any]:
-    """Read the config JSON schema (YAML syntax)."""
+    """Read the config JSON schema (YAML syntax), method kinds from the registry."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(
@@ -32,7 +32,12 @@ def load_schema(path: str | Path = SCHEMA_PATH) -> dict[str, Any]:
             "repository checkout (pip install -e .)"
         )
     with open(path) as fh:
-        return yaml.safe_load(fh)
+        schema = yaml.safe_load(fh)
+    from evoflow.methods import KINDS
+
+    method = schema["properties"]["methods"]["additionalProperties"]
+    method["properties"]["kind"]["enum"] = list(KINDS)  # the one registry
+    return schema
 
 
 def load_config(path: str | Path) -> dict[str, Any]:

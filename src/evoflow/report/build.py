@@ -10,20 +10,26 @@ import json
 import logging
 from pathlib import Path
 
-from evoflow.methods import KINDS, Method, methods_from_config
+from evoflow.methods import (
+    ABLATION_KINDS,
+    KINDS,
+    Layout,
+    Method,
+    family,
+    method_title,
+    methods_from_config,
+)
 from evoflow.report import figures
 from evoflow.report.behaviour import behaviour_markdown, explored
 from evoflow.report.tables import (
     ENV_TITLES,
     Row,
     load_row,
-    method_title,
     reference_rows,
     write_tables,
 )
 
 log = logging.getLogger(__name__)
-ABLATION_KINDS = ("fedse", "fedse_no_history", "fedse_no_filter", "fedse_weighted")
 
 
 def report_outputs(config: dict, reports: str) -> dict[str, str]:
@@ -52,11 +58,10 @@ def build_report(
     )
     envs = list(config["envs"])
 
-    def metric_files(name: str, round: int) -> list[Path]:
-        return [
-            results / name / f"round={round}" / "eval" / f"env={e}" / "metrics.json"
-            for e in envs
-        ]
+    layout = Layout(str(results))
+
+    def metric_files(name: str, round: int) -> list[str]:
+        return layout.evaluations(name, round, envs, "metrics.json")
 
     rows = [
         load_row(
@@ -66,7 +71,7 @@ def build_report(
     ]
     reference = reference_rows(config["model"]["name"])
     exploration = {
-        name: explored(buffer_files(results, name, m, envs))
+        name: explored(family(m).buffers(layout, m, envs))
         for name, m in methods.items()
         if m.kind.explores
     }
@@ -101,15 +106,7 @@ def build_report(
     if "ranks" in outputs:
         points = []
         for name, method in rank_methods(methods).items():
-            comm = json.loads(
-                (
-                    results
-                    / name
-                    / f"round={method.final_round}"
-                    / "global"
-                    / "comm.json"
-                ).read_text()
-            )
+            comm = json.loads(Path(layout.comm(name, method.final_round)).read_text())
             row = next(r for r in rows if r.method == name)
             points.append(
                 (
@@ -121,15 +118,6 @@ def build_report(
         figures.rank_tradeoff(points, outputs["ranks"])
     log.info("report: %d methods, %d envs", len(rows), len(envs))
     return rows
-
-
-def buffer_files(results: str | Path, name: str, method: Method, envs) -> list[Path]:
-    """The round buffers of an exploring method, every client, up to its final round."""
-    return [
-        Path(results) / name / f"round={r}" / f"client={env}" / "buffer.json"
-        for r in range(1, method.final_round + 1)
-        for env in envs
-    ]
 
 
 def _row_order(name: str, method: Method) -> tuple[int, int, str]:

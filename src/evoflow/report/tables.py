@@ -21,10 +21,6 @@ from evoflow.provenance import REPO_ROOT
 ENV_ORDER = ("babyai", "webshop", "textcraft", "maze", "wordle")
 ENV_TITLES = {"babyai": "BabyAI", "webshop": "WebShop", "textcraft": "TextCraft",
               "maze": "Maze", "wordle": "Wordle"}  # fmt: skip
-METHOD_TITLES = {"pretrained": "Pre-Trained", "local": "Local", "centralized": "Centralized",
-                 "fedit": "FedIT", "fedse": "Fed-SE", "fedse_no_history": "Fed-SE w/o History",
-                 "fedse_no_filter": "Fed-SE w/o Filtering",
-                 "fedse_weighted": "Fed-SE w/ Weighted Avg"}  # fmt: skip
 REFERENCE = REPO_ROOT / "data" / "reference" / "fedse_table1.csv"
 # Config model names whose paper results exist, and the paper's label for them.
 PAPER_MODELS = {
@@ -83,12 +79,6 @@ def load_row(method: str, title: str, metric_files: Sequence[str | Path]) -> Row
     """A table row from a method's per-env ``metrics.json`` files."""
     metrics = [json.loads(Path(path).read_text()) for path in metric_files]
     return row_from_metrics(method, title, {m["env"]: m for m in metrics})
-
-
-def method_title(name: str, kind: str) -> str:
-    if name in METHOD_TITLES:
-        return METHOD_TITLES[name]
-    return f"{METHOD_TITLES.get(kind, kind)} ({name})"
 
 
 def columns(rows: Sequence[Row]) -> list[str]:

@@ -1,0 +1,93 @@
+"""What every method family shares: a method kind, and a configured method.
+
+A *family* (``fedse``, ``agentevol``, …; one module each in this package) owns
+a set of kinds and turns a configured method into the workflow's targets and
+per-job inputs as plain Python (see :mod:`evoflow.methods.registry`). A
+``Kind`` is the registry's record of one kind: its family, its table title,
+and the switches the family's wiring reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from evoflow.seeding import derive_seed
+from evoflow.train.sft_config import SFTConfig
+
+POOLED = "pooled"  # the client name of a Centralized (pooled-data) training job
+ALL_CLIENTS = "all-clients"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One method kind (the ``kind`` of a config entry)."""
+
+    name: str
+    family: str
+    title: str  # its row label in the results table
+    ablation: bool = False  # a bar of the family's ablation figure
+    trains: bool = True
+    federated: bool = False  # client adapters are averaged every round
+    explores: bool = False  # clients play their env every round
+    history: bool = True  # buffers accumulate earlier rounds
+    select: str = "success"  # which explored episodes enter the buffer
+    weighted: bool = False  # aggregation weights = explored successes in the buffer
+    per_env: bool = False  # one adapter per env, evaluated on that env only
+    pooled: bool = False  # one adapter on all envs' data, no federation
+
+
+@dataclass(frozen=True)
+class Method:
+    """A configured method: its kind and fully resolved settings."""
+
+    name: str
+    kind: Kind
+    rounds: int
+    eval_stride: int
+    sft: SFTConfig
+
+    @property
+    def eval_rounds(self) -> list[int]:
+        """Rounds whose adapter is evaluated (the last one always)."""
+        if not self.kind.trains:
+            return [0]
+        if not self.kind.federated:
+            return [1]
+        return sorted(
+            {*range(self.eval_stride, self.rounds + 1, self.eval_stride), self.rounds}
+        )
+
+    @property
+    def final_round(self) -> int:
+        return self.eval_rounds[-1]
+
+    def sft_for(self, round: int, client: str) -> SFTConfig:
+        """The SFT settings of one training job, with the job's own seed.
+
+        Parameters
+        ----------
+        round
+            training round (1 for methods trained once).
+        client
+            the client's env, or ``POOLED`` for a Centralized adapter.
+
+        Returns
+        -------
+        SFTConfig
+            ``self.sft`` whose ``seed`` is derived from (experiment seed, method,
+            round, client); all clients of a federated method's round 1 share
+            theirs, so their fresh LoRAs start from the same weights.
+        """
+        shared = self.kind.federated and round == 1
+        who = ALL_CLIENTS if shared else client
+        seed = derive_seed(self.sft.seed, "sft", self.name, round, who)
+        return replace(self.sft, seed=seed)
+
+    def settings(self) -> dict[str, Any]:
+        """Everything that decides this method's artifacts (rule params)."""
+        return {
+            "kind": self.kind.name,
+            "rounds": self.rounds,
+            "sft": self.sft.to_dict(),
+        }

@@ -1,0 +1,166 @@
+"""The Fed-SE family: its kinds, and how each turns into jobs and their inputs.
+
+A method (an entry of ``methods:`` in the config) of this family has a *kind*:
+
+============================ ========================================================
+pretrained                   the base model, evaluated once (round 0)
+local                        one LoRA per env on that env's expert demos, each
+                             evaluated on its own env
+centralized                  one LoRA on every env's expert demos (data pooled)
+fedit                        federated rounds on static expert demos
+fedse                        federated self-evolution: explore, keep successes,
+                             accumulate, train, average
+fedse_no_history             buffer = expert demos + this round's successes only
+fedse_no_filter              every explored episode enters the buffer
+fedse_weighted               aggregation weighted by each client's explored
+                             successes (see below)
+============================ ========================================================
+
+Round ``t`` of a federated method starts from the global adapter of round
+``t-1``; round 0 is the base model. ``w/o History`` keeps the expert demos (the
+seed buffer): only the accumulation of earlier rounds' explored successes is
+removed — without demonstrations a weak base model has nothing to learn from in
+round 1, which the paper's 64.1 % for this variant rules out.
+
+``w/ Weighted Avg`` weights each client by "the number of successful
+trajectories". We read that as the successful episodes the client's own
+exploration has put into its buffer so far (``buffer_explored_successes`` in
+the adapter's ``training.json``): the expert demonstrations are left out, since
+they are a fixed seed set, not trajectories the client succeeded in, and
+counting them would weight clients by the size of their demonstration set. In a
+round where every client's count is 0 the server takes the unweighted mean
+instead and says so in ``comm.json`` (``applied: mean`` and a ``fallback``
+reason).
+
+Each training job gets its own SFT seed (batch order, LoRA dropout), derived
+from (experiment seed, method, round, client) by ``Method.sft_for``. The trainer
+also seeds a fresh LoRA's initialisation with it, so in round 1 of a federated
+method — where every client starts from a fresh LoRA that stands for the one
+global adapter the server broadcasts — the seed is shared by all clients of the
+round; from round 2 on clients start from the global adapter and each client's
+seed is its own.
+"""
+
+from __future__ import annotations
+
+from evoflow.methods.base import Kind, Method
+from evoflow.methods.layout import Layout
+
+FAMILY = "fedse"
+KINDS = (
+    Kind("pretrained", FAMILY, "Pre-Trained", trains=False),
+    Kind("local", FAMILY, "Local", per_env=True),
+    Kind("centralized", FAMILY, "Centralized", pooled=True),
+    Kind("fedit", FAMILY, "FedIT", federated=True),
+    Kind("fedse", FAMILY, "Fed-SE", ablation=True, federated=True, explores=True),
+    Kind("fedse_no_history", FAMILY, "Fed-SE w/o History", ablation=True,
+         federated=True, explores=True, history=False),
+    Kind("fedse_no_filter", FAMILY, "Fed-SE w/o Filtering", ablation=True,
+         federated=True, explores=True, select="all"),
+    Kind("fedse_weighted", FAMILY, "Fed-SE w/ Weighted Avg", ablation=True,
+         federated=True, explores=True, weighted=True),
+)  # fmt: skip
+
+
+def trained_rounds(method: Method) -> list[int]:
+    """Rounds in which the method trains (none for Pre-Trained)."""
+    if not method.kind.trains:
+        return []
+    return list(range(1, method.rounds + 1)) if method.kind.federated else [1]
+
+
+def start_adapter(layout: Layout, method: Method, round: int) -> str | None:
+    """Round t of a federated method starts from round t-1's global adapter
+    (round 1, and every other kind: from the base model, ``None``)."""
+    if round <= 1 or not method.kind.federated:
+        return None
+    return layout.global_adapter(method.name, round - 1)
+
+
+def train_manifest(layout: Layout, method: Method, round: int, env: str) -> str:
+    """What a client trains on: its round's buffer, or its env's expert demos."""
+    if method.kind.explores:
+        return layout.client(method.name, round, env, "buffer.json")
+    return layout.expert_manifest(env)
+
+
+def previous_buffer(layout: Layout, method: Method, round: int, env: str) -> str | None:
+    """The buffer a round's buffer grows from (none in round 1 or w/o History)."""
+    if round <= 1 or not method.kind.history:
+        return None
+    return layout.client(method.name, round - 1, env, "buffer.json")
+
+
+def buffer_inputs(
+    layout: Layout, method: Method, round: int, env: str
+) -> dict[str, str]:
+    """What a round's buffer is built from: the expert demos (the seed), the
+    round's exploration shard and, with History, last round's buffer."""
+    inputs = {
+        "seed": layout.expert_manifest(env),
+        "explored": layout.client(method.name, round, env, "explore.parquet"),
+    }
+    previous = previous_buffer(layout, method, round, env)
+    if previous is not None:
+        inputs["previous"] = previous
+    return inputs
+
+
+def client_adapters(layout: Layout, method: Method, round: int, envs) -> list[str]:
+    """The adapters the server averages in a round: one per client (env)."""
+    return [layout.client(method.name, round, env, "adapter") for env in envs]
+
+
+def previous_comm(layout: Layout, method: Method, round: int) -> str | None:
+    """Last round's communication record, which a round's record extends."""
+    return layout.comm(method.name, round - 1) if round > 1 else None
+
+
+def aggregation(method: Method) -> str:
+    """The server's strategy: weighted by explored successes, or the plain mean."""
+    return "weighted" if method.kind.weighted else "mean"
+
+
+def eval_adapters(layout: Layout, method: Method, round: int, envs) -> dict[str, str]:
+    """Adapters an evaluation plays with: ``{"global": path}`` for one adapter on
+    every env, ``{env: path}`` for Local's per-env adapters, ``{}`` for the base."""
+    if not method.kind.trains:
+        return {}
+    if method.kind.per_env:
+        return {env: layout.client(method.name, 1, env, "adapter") for env in envs}
+    return {"global": layout.global_adapter(method.name, round)}
+
+
+def buffers(layout: Layout, method: Method, envs) -> list[str]:
+    """Every round buffer of an exploring method up to its final evaluated round."""
+    if not method.kind.explores:
+        return []
+    rounds = range(1, method.final_round + 1)
+    return [
+        layout.client(method.name, r, env, "buffer.json")
+        for r in rounds
+        for env in envs
+    ]
+
+
+def artifacts(layout: Layout, method: Method, envs) -> list[str]:
+    """Every file the method leaves behind, round by round, evaluations included."""
+    kind, name, files = method.kind, method.name, []
+    for round in trained_rounds(method):
+        for env in envs:
+            if kind.explores:
+                files += [layout.client(name, round, env, leaf)
+                          for leaf in ("explore.parquet", "buffer.json")]  # fmt: skip
+            if kind.federated or kind.per_env:
+                files.append(layout.client(name, round, env, "adapter"))
+        if kind.federated:
+            files += [layout.global_adapter(name, round), layout.comm(name, round)]
+        elif kind.pooled:
+            files.append(layout.global_adapter(name, round))
+    return files + evaluations(layout, method, envs)
+
+
+def evaluations(layout: Layout, method: Method, envs) -> list[str]:
+    """The metrics files of every evaluated round."""
+    return [f for r in method.eval_rounds
+            for f in layout.evaluations(method.name, r, envs, "metrics.json")]  # fmt: skip

@@ -1,0 +1,50 @@
+"""Where an experiment's artifacts live: one place for every path of the DAG.
+
+``results/<exp>/<method>/round=<t>/client=<env>/...`` for a client's work in a
+round, ``.../global/...`` for the server's (or a single pooled adapter), and
+``.../eval/env=<env>/...`` for evaluations. Rules and method families build
+paths only through a :class:`Layout`, so a path is spelled once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Paths under one experiment's results folder (e.g. ``results/embedded``)."""
+
+    results: str
+
+    def client(self, method: str, round: int | str, env: str, leaf: str) -> str:
+        return f"{self.results}/{method}/round={round}/client={env}/{leaf}"
+
+    def server(self, method: str, round: int | str, leaf: str) -> str:
+        return f"{self.results}/{method}/round={round}/global/{leaf}"
+
+    def global_adapter(self, method: str, round: int | str) -> str:
+        return self.server(method, round, "adapter")
+
+    def comm(self, method: str, round: int | str) -> str:
+        return self.server(method, round, "comm.json")
+
+    def demos(self, env: str) -> str:
+        return f"{self.results}/expert/env={env}/demos.parquet"
+
+    def expert_manifest(self, env: str) -> str:
+        return f"{self.results}/expert/env={env}/manifest.json"
+
+    @property
+    def pooled_manifest(self) -> str:
+        return f"{self.results}/expert/manifest.json"
+
+    def evaluation(self, method: str, round: int | str, env: str, leaf: str) -> str:
+        return f"{self.results}/{method}/round={round}/eval/env={env}/{leaf}"
+
+    def evaluations(self, method: str, round: int | str, envs, leaf: str) -> list[str]:
+        return [self.evaluation(method, round, env, leaf) for env in envs]
+
+    @property
+    def config(self) -> str:
+        return f"{self.results}/config.json"
