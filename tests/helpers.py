@@ -6,6 +6,7 @@ import datetime as dt
 import os
 
 from evoflow.store import Episode, Message
+from evoflow.store.schema import Artifact
 
 TRUTHY = ("1", "true", "yes", "on")
 
@@ -47,10 +48,23 @@ def make_episode(i: int = 0, **overrides) -> Episode:
         messages=[
             Message("system", "You move through a maze."),
             Message("user", f"Task {i}: reach the goal."),
-            Message("assistant", "Thought: go down.\nAction: move down", True),
+            Message(
+                "assistant",
+                "Thought: go down.\nAction: move down",
+                True,
+                token_ids=[40, 41, 2],
+                logprobs=[-0.5, -1.25, -0.0625],
+                reward=0.5,
+                valid=True,
+            ),  # fmt: skip
             Message("user", "You moved down.", False),
         ],
         created_at=dt.datetime(2026, 11, 22, 10, 0, i % 60, tzinfo=dt.UTC),
+        group=f"maze/{100 + i}",
+        sample=i + 1,
+        agent_role="solver",
+        extras={"plan_score": 0.25 * i, "tags": ["a"]},
+        artifacts=[Artifact("main.py", f"code/{i}/main.py", "cd" * 32)],
     )
     values.update(overrides)
     return Episode(**values)

@@ -33,7 +33,7 @@ def test_metadata_records_provenance(tmp_path, meta):
     assert got.model_id == "tiny-llama"
     assert got.seed == 7
     assert got.adapter_sha256 is None
-    assert got.schema_version == 1
+    assert got.schema_version == 2
     assert got.code_version.startswith("0.1.0")
     assert (
         pq.ParquetFile(info.path).metadata.row_group(0).column(0).compression == "ZSTD"

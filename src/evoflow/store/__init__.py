@@ -14,6 +14,7 @@ from evoflow.store.manifest import (
 from evoflow.store.schema import (
     EPISODE_SCHEMA,
     SCHEMA_VERSION,
+    Artifact,
     Episode,
     Message,
     table_to_episodes,
@@ -29,6 +30,7 @@ from evoflow.store.shards import (
 __all__ = [
     "EPISODE_SCHEMA",
     "SCHEMA_VERSION",
+    "Artifact",
     "Episode",
     "Manifest",
     "Message",

@@ -84,9 +84,13 @@ def connect(
 def _episodes_sql(
     shards: list[Path], root: Path, con: duckdb.DuckDBPyConnection
 ) -> str:
+    # Every column of the current schema exists even when all shards are older
+    # (the empty table joins the union); older shards read defaults as
+    # ``evoflow.store.upgrade`` defines them.
+    con.register("_no_episodes", EPISODE_SCHEMA.empty_table())
+    empty = "SELECT *, NULL::VARCHAR AS shard FROM _no_episodes"
     if not shards:
-        con.register("_no_episodes", EPISODE_SCHEMA.empty_table())
-        return "SELECT *, NULL::VARCHAR AS shard FROM _no_episodes"
+        return empty
     groups: dict[tuple[str, ...], list[Path]] = defaultdict(list)
     for shard in shards:
         groups[tuple(sorted(hive_keys(shard, root)))].append(shard)
@@ -98,7 +102,12 @@ def _episodes_sql(
             f"SELECT * FROM read_parquet([{listing}], hive_partitioning={hive}, "
             "union_by_name=true, filename='shard')"
         )
-    return " UNION ALL BY NAME ".join(selects)
+    union = " UNION ALL BY NAME ".join([empty, *selects])
+    return (
+        "SELECT * REPLACE (coalesce(sample, 0) AS sample, "
+        "coalesce(extras, '{}') AS extras, coalesce(artifacts, []) AS artifacts) "
+        f"FROM ({union})"
+    )
 
 
 def _quote(text: str) -> str:

@@ -1,20 +1,33 @@
 """The episode schema: one row per episode, messages nested as a list of structs.
 
-Bump ``SCHEMA_VERSION`` whenever a column is added, removed or retyped; readers
-refuse shards of another version instead of guessing.
+Bump ``SCHEMA_VERSION`` whenever a column is added, removed or retyped. Readers
+upgrade shards of an older version they know (``evoflow.store.upgrade``: every
+change so far only adds columns, filled with their defaults on read) and refuse
+any other version instead of guessing.
+
+Version 2 adds what RL, multi-role and code-writing methods need. Per assistant
+message: the generated ``token_ids`` and their ``logprobs`` (log-probability of
+each sampled token under the model's own distribution, softmax of the raw
+logits, when the backend gives them), and the ``reward`` and ``valid``ity of the
+action it took. Per episode: ``group`` and ``sample`` (the episodes sampled for
+one task in a GRPO-style group share ``group``; ``sample`` numbers them),
+``agent_role`` (which role of a multi-role method played it), ``extras`` (a JSON
+object of family-specific fields) and ``artifacts`` (files an episode produced,
+e.g. code, by name, path and sha256).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 SOURCES = ("expert", "explore", "eval")
 TERMINATIONS = ("done", "max_turns", "invalid", "context", "error")
@@ -27,6 +40,19 @@ MESSAGE_TYPE = pa.struct(
         # True: the trainer learns this message; False: context only; null: unset
         # (AgentTraj files leave it null on human turns).
         pa.field("loss", pa.bool_(), nullable=True),
+        # version 2: what the backend generated, and what the action earned
+        pa.field("token_ids", pa.list_(pa.int32()), nullable=True),
+        pa.field("logprobs", pa.list_(pa.float32()), nullable=True),
+        pa.field("reward", pa.float64(), nullable=True),
+        pa.field("valid", pa.bool_(), nullable=True),
+    ]
+)
+
+ARTIFACT_TYPE = pa.struct(
+    [
+        pa.field("name", pa.string(), nullable=False),
+        pa.field("path", pa.string(), nullable=False),
+        pa.field("sha256", pa.string(), nullable=True),
     ]
 )
 
@@ -54,6 +80,12 @@ EPISODE_SCHEMA = pa.schema(
         pa.field("termination", pa.string(), nullable=False),
         pa.field("messages", pa.list_(MESSAGE_TYPE), nullable=False),
         pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        # version 2
+        pa.field("group", pa.string(), nullable=True),
+        pa.field("sample", pa.int32(), nullable=False),
+        pa.field("agent_role", pa.string(), nullable=True),
+        pa.field("extras", pa.string(), nullable=False),  # a JSON object
+        pa.field("artifacts", pa.list_(ARTIFACT_TYPE), nullable=False),
     ]
 )
 
@@ -65,6 +97,19 @@ class Message:
     role: str
     content: str
     loss: bool | None = None
+    token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+    reward: float | None = None
+    valid: bool | None = None
+
+
+@dataclass
+class Artifact:
+    """A file an episode produced (generated code, a log), by reference."""
+
+    name: str
+    path: str
+    sha256: str | None = None
 
 
 @dataclass
@@ -95,6 +140,11 @@ class Episode:
     created_at: dt.datetime = field(
         default_factory=lambda: dt.datetime.now(dt.UTC).replace(microsecond=0)
     )
+    group: str | None = None
+    sample: int = 0
+    agent_role: str | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+    artifacts: list[Artifact] = field(default_factory=list)
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the field when a value is out of its domain."""
@@ -119,16 +169,41 @@ class Episode:
                 f"episode {self.episode_id}: adapter_sha256 must be 64 hex digits, "
                 f"got {self.adapter_sha256!r}"
             )
+        self._validate_v2()
+
+    def _validate_v2(self) -> None:
+        for i, m in enumerate(self.messages):
+            if m.token_ids is not None and m.logprobs is not None:
+                if len(m.token_ids) != len(m.logprobs):
+                    raise ValueError(
+                        f"episode {self.episode_id}: messages[{i}] has "
+                        f"{len(m.token_ids)} token_ids but {len(m.logprobs)} logprobs"
+                    )
+        if self.sample < 0:
+            raise ValueError(f"episode {self.episode_id}: sample must be >= 0")
+        if not isinstance(self.extras, dict):
+            raise ValueError(
+                f"episode {self.episode_id}: extras must be a JSON object (a dict), "
+                f"got {type(self.extras).__name__}"
+            )
+        try:
+            json.dumps(self.extras)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"episode {self.episode_id}: extras is not JSON-serialisable ({exc})"
+            ) from None
 
     def to_row(self) -> dict[str, Any]:
         row = dataclasses.asdict(self)
-        row["messages"] = [dataclasses.asdict(m) for m in self.messages]
+        row["extras"] = json.dumps(self.extras, sort_keys=True)
         return row
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Episode:
         values = {f.name: row[f.name] for f in dataclasses.fields(cls)}
         values["messages"] = [Message(**m) for m in row["messages"]]
+        values["extras"] = json.loads(row["extras"])
+        values["artifacts"] = [Artifact(**a) for a in row["artifacts"]]
         return cls(**values)
 
 

@@ -17,12 +17,12 @@ from evoflow.atomic import atomic_path
 from evoflow.errors import StoreError
 from evoflow.provenance import code_version, sha256_file
 from evoflow.store.schema import (
-    EPISODE_SCHEMA,
     SCHEMA_VERSION,
     Episode,
     check_table,
     episodes_to_table,
 )
+from evoflow.store.upgrade import READABLE, stored_columns, upgrade
 
 META_PREFIX = "evoflow."
 COMPRESSION = "zstd"
@@ -97,7 +97,7 @@ def write_shard(
 
 
 def open_shard(path: str | Path) -> pq.ParquetFile:
-    """Open a shard after checking it is ours and of this schema version.
+    """Open a shard after checking it is ours and of a schema version we read.
 
     Raises
     ------
@@ -119,12 +119,14 @@ def open_shard(path: str | Path) -> pq.ParquetFile:
             f"{path}: not an evoflow trajectory shard (no {META_PREFIX}schema_version "
             "in its Parquet metadata)"
         )
-    if version.decode() != str(SCHEMA_VERSION):
+    known = {str(v): v for v in READABLE}
+    if version.decode() not in known:
         raise StoreError(
             f"{path}: shard schema version {version.decode()}, this evoflow reads "
-            f"version {SCHEMA_VERSION}; regenerate the shard or use a matching evoflow"
+            f"versions {', '.join(known)}; regenerate the shard or use a matching evoflow"
         )
-    missing = [n for n in EPISODE_SCHEMA.names if n not in parquet.schema_arrow.names]
+    columns = READABLE[known[version.decode()]]
+    missing = [n for n in columns if n not in parquet.schema_arrow.names]
     if missing:
         raise StoreError(f"{path}: shard lacks columns {missing}")
     return parquet
@@ -133,8 +135,12 @@ def open_shard(path: str | Path) -> pq.ParquetFile:
 def read_shard(path: str | Path, columns: list[str] | None = None) -> pa.Table:
     """Read a shard (or some of its columns) as a table of ``EPISODE_SCHEMA``."""
     parquet = open_shard(path)
+    version = int(
+        parquet.schema_arrow.metadata[f"{META_PREFIX}schema_version".encode()]
+    )
     try:
-        return parquet.read(columns=columns)
+        table = parquet.read(columns=stored_columns(version, columns))
+        return upgrade(table, version, columns)
     except (pa.ArrowException, OSError) as exc:
         raise StoreError(
             f"{path}: corrupt shard, cannot read its data ({exc})"
