@@ -14,7 +14,10 @@ from evoflow.policy.hf import HFPolicy
 
 @pytest.fixture(scope="session")
 def tiny() -> HFPolicy:
-    return HFPolicy("tiny-random-llama", max_context=1024)
+    # fp32 on every CPU: these tests compare decoding paths (batched vs alone,
+    # merged vs unmerged adapters) for equality, which bf16 rounding would blur
+    # on the tiny model's near-uniform logits. bf16 has its own tests.
+    return HFPolicy("tiny-random-llama", max_context=1024, dtype="float32")
 
 
 def _free_port() -> int:

@@ -53,12 +53,19 @@ class Generation:
 
     ``finish`` is ``stop`` (end of turn), ``length`` (cap reached) or ``context``
     (the prompt alone leaves no room in the context window; nothing generated).
+    ``token_ids`` are the generated tokens (the stop token included) and
+    ``logprobs`` the log-probability of each under the model's own distribution
+    (log-softmax of the raw logits, whatever the sampling temperature) — what a
+    teacher-forced forward pass of the same tokens gives; ``None`` where the
+    backend does not report them.
     """
 
     text: str
     prompt_tokens: int
     completion_tokens: int
     finish: str = "stop"
+    token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
 
 
 class Policy(ABC):

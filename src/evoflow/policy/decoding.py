@@ -42,6 +42,7 @@ class Rows:
 
     generated: list[list[int]]
     finish: list[str]
+    logprobs: list[list[float]]
 
 
 def start_batch(prompts: list[list[int]], matches: list[Match], pad_id: int):
@@ -144,7 +145,7 @@ def decode(
     logits, mask, next_pos, width, cache = prefill(
         forward, prompts, matches, pad_id, params.max_new_tokens
     )
-    out = Rows([[] for _ in prompts], ["length"] * len(prompts))
+    out = Rows([[] for _ in prompts], ["length"] * len(prompts), [[] for _ in prompts])
     generators = [torch.Generator().manual_seed(int(s) % (2**63)) for s in seeds]
     live = list(range(len(prompts)))  # original row of each batch row
     running = torch.ones(len(live), dtype=torch.bool)
@@ -152,10 +153,13 @@ def decode(
     for step in range(params.max_new_tokens):
         if step:
             logits = forward(step_ids, mask[:, :width], step_pos, cache, live)
-        tokens = sample(logits.float().cpu(), params, [generators[r] for r in live])
+        logits = logits.float().cpu()
+        tokens = sample(logits, params, [generators[r] for r in live])
+        chosen = token_logprobs(logits, tokens).tolist()
         for i, r in enumerate(live):
             if running[i]:
                 out.generated[r].append(int(tokens[i]))
+                out.logprobs[r].append(chosen[i])
                 if int(tokens[i]) in stop_ids:
                     running[i] = False
                     out.finish[r] = "stop"
@@ -186,6 +190,12 @@ def _compact(running, live, out: Rows, cache, mask, on_finish) -> torch.Tensor:
     keep = torch.nonzero(running).flatten()
     cache.batch_select_indices(keep)
     return keep
+
+
+def token_logprobs(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """log p(token) per row under softmax of the raw logits (temperature 1)."""
+    picked = logits.gather(-1, tokens[:, None])[:, 0]
+    return picked - torch.logsumexp(logits, dim=-1)
 
 
 def sample(logits: torch.Tensor, params: SamplingParams, generators) -> torch.Tensor:

@@ -270,19 +270,20 @@ class HFPolicy(Policy):
             keep,
         )
         return [
-            self._generation(prompt, tokens, finish, params)
-            for prompt, tokens, finish in zip(
-                prompts, out.generated, out.finish, strict=True
+            self._generation(prompt, tokens, finish, logprobs, params)
+            for prompt, tokens, finish, logprobs in zip(
+                prompts, out.generated, out.finish, out.logprobs, strict=True
             )
         ]
 
-    def _generation(self, prompt, tokens, finish, params) -> Generation:
+    def _generation(self, prompt, tokens, finish, logprobs, params) -> Generation:
         text_tokens = tokens[:-1] if finish == "stop" else tokens
         text, cut = truncate_reply(
             self.tokenizer.decode(text_tokens, skip_special_tokens=True),
             params.max_reply_bytes,
         )
-        return Generation(text, len(prompt), len(tokens), "length" if cut else finish)
+        finish = "length" if cut else finish
+        return Generation(text, len(prompt), len(tokens), finish, tokens, logprobs)
 
 
 def _stop_ids(tokenizer) -> set[int]:

@@ -96,6 +96,7 @@ class VLLMPolicy(Policy):
                     top_p=params.top_p,
                     max_tokens=params.max_new_tokens,
                     seed=int(seeds[i]) % (2**31),
+                    logprobs=0,  # the sampled token's log-prob (raw logits)
                 )
                 for i in room
             ]
@@ -116,9 +117,11 @@ class VLLMPolicy(Policy):
                 finish = (
                     "length" if cut or completion.finish_reason == "length" else "stop"
                 )
+                ids = list(completion.token_ids)
                 results[i] = Generation(
-                    text, len(prompts[i]), len(completion.token_ids), finish
-                )
+                    text, len(prompts[i]), len(ids), finish, ids,
+                    sampled_logprobs(ids, completion.logprobs),
+                )  # fmt: skip
         return results  # type: ignore[return-value]
 
     def _lora(self, adapter: str | None):
@@ -132,3 +135,12 @@ class VLLMPolicy(Policy):
         return LoRARequest(
             f"evoflow-{digest[:12]}", self._lora_ids[digest], str(adapter)
         )
+
+
+def sampled_logprobs(ids: list[int], logprobs) -> list[float] | None:
+    """The log-prob of each sampled token from vLLM's per-position dicts
+    (``{token_id: Logprob}``; with ``logprobs=0`` only the sampled token)."""
+    if logprobs is None or len(logprobs) != len(ids):
+        return None
+    pairs = zip(ids, logprobs, strict=True)
+    return [float(position[token].logprob) for token, position in pairs]

@@ -242,12 +242,15 @@ def _record(episode: _Live, reply: Generation, step) -> None:
         return
     episode.turns += 1
     episode.tokens += reply.completion_tokens
+    generated = {"token_ids": reply.token_ids, "logprobs": reply.logprobs}
     if isinstance(step, EnvError):
         log.warning("rollout: %s task %s: %s", episode.env.name, episode.job.task, step)
-        episode.messages += turn_messages(reply.text, None)
+        episode.messages += turn_messages(reply.text, None, **generated)
         episode.termination = "error"
         return
-    episode.messages += turn_messages(reply.text, step.observation)
+    episode.messages += turn_messages(
+        reply.text, step.observation, **generated, reward=step.reward, valid=step.valid
+    )
     episode.reward += step.reward
     episode.invalid += not step.valid
     episode.invalid_streak = 0 if step.valid else episode.invalid_streak + 1
@@ -285,4 +288,7 @@ def _to_episode(live: _Live, model_id: str) -> Episode:
         n_tokens=live.tokens,
         termination=live.termination or "error",
         messages=live.messages,
+        # the samples of one task form a group (GRPO-style) within the shard
+        group=f"{live.env.name}:{live.job.task}" if spec.samples > 1 else None,
+        sample=live.job.sample,
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from evoflow.store.schema import Message
 
@@ -60,9 +61,13 @@ def opening_messages(system_prompt: str, first_observation: str) -> list[Message
     ]
 
 
-def turn_messages(reply: str, observation: str | None) -> list[Message]:
-    """An assistant reply (trained on) and, unless the episode ended, the next observation."""
-    messages = [Message("assistant", reply, True)]
+def turn_messages(
+    reply: str, observation: str | None, **generated: Any
+) -> list[Message]:
+    """An assistant reply (trained on) and, unless the episode ended, the next
+    observation. ``generated``: the reply's ``token_ids``/``logprobs`` and the
+    ``reward``/``valid`` of its action, where known (schema v2 message fields)."""
+    messages = [Message("assistant", reply, True, **generated)]
     if observation is not None:
         messages.append(Message("user", observation, False))
     return messages
