@@ -20,11 +20,11 @@ import pyarrow.compute as pc
 from evoflow.atomic import write_json
 from evoflow.errors import StoreError
 from evoflow.provenance import sha256_file
+from evoflow.store import selection
 from evoflow.store.schema import EPISODE_SCHEMA
 from evoflow.store.shards import open_shard, read_shard
 
 MANIFEST_VERSION = 1
-SELECTIONS = ("all", "success")
 
 
 @dataclass(frozen=True)
@@ -37,10 +37,11 @@ class ShardRef:
     select: str = "all"
 
     def __post_init__(self) -> None:
-        if self.select not in SELECTIONS:
-            raise ValueError(
-                f"shard {self.path}: select {self.select!r} is not one of {SELECTIONS}"
-            )
+        try:
+            canonical = selection.normalise(self.select)
+        except ValueError as exc:
+            raise ValueError(f"shard {self.path}: {exc}") from None
+        object.__setattr__(self, "select", canonical)
 
 
 @dataclass
@@ -130,12 +131,12 @@ def load_episodes(path: str | Path, columns: list[str] | None = None) -> pa.Tabl
     tables = []
     for ref in manifest.shards:
         table = read_shard(ref.path, columns=columns)
-        if ref.select == "success":
-            success = table["success"] if "success" in table.column_names else None
-            if success is None:
-                success = read_shard(ref.path, columns=["success"])["success"]
-            table = table.filter(pc.equal(success, True))
-        tables.append(table)
+        needed = selection.columns_needed(ref.select)
+        if any(c not in table.column_names for c in needed):
+            chosen = selection.mask(ref.select, read_shard(ref.path, columns=needed))
+        else:
+            chosen = selection.mask(ref.select, table)
+        tables.append(table if chosen is None else table.filter(chosen))
     if not tables:
         schema = (
             EPISODE_SCHEMA
@@ -170,13 +171,14 @@ def build_buffer(
 
     ``previous`` (last round's buffer) is extended when given — accumulation —
     otherwise the buffer restarts from ``seed_manifest`` (the expert demos).
-    ``select`` keeps only successful explored episodes (``success``) or all.
+    ``select`` (see ``evoflow.store.selection``) keeps the successful explored
+    episodes (``success``), all of them, or those with ``reward>=X``.
     """
     base = read_manifest(previous or seed_manifest)
     ref = shard_ref(explored, select=select)
-    table = read_shard(explored, columns=["success"])
+    table = read_shard(explored, columns=["success", "reward"])
     successes = int(pc.sum(table["success"]).as_py() or 0)
-    chosen = table.num_rows if select == "all" else successes
+    chosen = selection.count(ref.select, table)
     buffer = base.extended([ref], **(info or {}), added_episodes=chosen,
                            explored_episodes=table.num_rows,
                            explored_successes=successes)  # fmt: skip
