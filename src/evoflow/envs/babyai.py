@@ -150,8 +150,8 @@ class BabyAIEnv(TextEnv):
         """A last observation: what happened, then the (final) action list."""
         return f"{text}\n{list_line(action_list(self._world))}"
 
-    def invalid_reply(self, reason: str) -> Step:
-        result = super().invalid_reply(reason)
+    def invalid_reply(self, reason: str, format_name: str | None = None) -> Step:
+        result = super().invalid_reply(reason, format_name)
         return Step(f"{result.observation}\n{self._view()}", 0.0, False, False, False)
 
     # --- stepping -----------------------------------------------------------

@@ -2,8 +2,9 @@
 
 An environment is a stateful game played in text: ``reset(task_id)`` starts the
 task and returns the first observation (which states the task), ``step(action)``
-applies one action. The agent always answers in the ReAct layout described by
-``REPLY_FORMAT``; the rollout extracts the action and hands only that to ``step``.
+applies one action. The agent answers in the env's reply format
+(``evoflow.envs.formats``; ReAct by default); the rollout extracts the action
+and hands only that to ``step``.
 
 Every environment also knows how to play itself: ``expert_action()`` returns a
 short thought and the exact action an expert takes in the current state. Experts
@@ -20,17 +21,13 @@ from functools import cache
 from pathlib import Path
 from typing import ClassVar
 
+from evoflow.envs.formats import reply_format
 from evoflow.provenance import REPO_ROOT
 
 SPLITS_DIR = REPO_ROOT / "data" / "splits"
 SPLITS = ("train", "test")
 
-REPLY_FORMAT = (
-    "Reply to every observation with exactly two lines. The first line starts with "
-    "'Thought:' and explains your next move in one short sentence. The second line "
-    "starts with 'Action:' and contains exactly one action, written as described "
-    "above and nothing else."
-)
+REPLY_FORMAT = reply_format("react").instructions  # the default format's words
 
 
 @dataclass(frozen=True)
@@ -69,11 +66,16 @@ class TextEnv(ABC):
     name: ClassVar[str]
     max_turns: ClassVar[int]
     instructions: ClassVar[str]
+    reply_format: ClassVar[str] = "react"
 
     @property
     def system_prompt(self) -> str:
-        """Rules of the environment followed by the reply format."""
-        return f"{self.instructions}\n\n{REPLY_FORMAT}"
+        """Rules of the environment followed by its reply format's instructions."""
+        return self.prompt_for(self.reply_format)
+
+    def prompt_for(self, format_name: str) -> str:
+        """The system prompt when replies are asked for in ``format_name``."""
+        return f"{self.instructions}\n\n{reply_format(format_name).instructions}"
 
     # --- tasks -------------------------------------------------------------
 
@@ -117,12 +119,13 @@ class TextEnv(ABC):
         self._running = not result.done
         return result
 
-    def invalid_reply(self, reason: str) -> Step:
-        """Observation for a reply with no usable action; the state is unchanged."""
+    def invalid_reply(self, reason: str, format_name: str | None = None) -> Step:
+        """Observation for a reply with no usable action; the state is unchanged.
+        It closes with how to reply in ``format_name`` (default: the env's)."""
         self._check_running()
         return Step(
-            observation=f"Your reply could not be used: {reason}. Reply with a "
-            "'Thought:' line and one 'Action:' line.",
+            observation=f"Your reply could not be used: {reason}. "
+            + reply_format(format_name or self.reply_format).retry_hint,
             reward=0.0,
             done=False,
             success=False,

@@ -107,6 +107,15 @@ class RemoteEnv(TextEnv):
     def system_prompt(self) -> str:
         return self._system_prompt
 
+    def prompt_for(self, format_name: str) -> str:
+        """The server's prompt asks for its own (ReAct) replies; no other format."""
+        if format_name != self.reply_format:
+            raise EnvError(
+                f"remote env {self.name}: its server's prompt asks for "
+                f"{self.reply_format!r} replies, not {format_name!r}"
+            )
+        return self._system_prompt
+
     @classmethod
     def build_splits(cls) -> dict[str, list[str]]:
         raise NotImplementedError("a remote environment's splits live on its server")

@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from tqdm import tqdm
 
 from evoflow.envs.base import EnvError, Step, TextEnv
+from evoflow.envs.formats import reply_format
 from evoflow.policy.base import Generation, Policy, PolicyError, SamplingParams
-from evoflow.rollout.react import opening_messages, parse_reply, turn_messages
+from evoflow.rollout.react import opening_messages, turn_messages
 from evoflow.seeding import derive_seed
 from evoflow.store.schema import Episode, Message
 
@@ -52,6 +53,8 @@ class RolloutSpec:
         consecutive unusable replies that end an episode (None: never).
     samples
         episodes per task (e.g. 8 for GRPO groups).
+    reply_format
+        how replies are parsed (``evoflow.envs.formats``); None: each env's own.
     """
 
     experiment: str
@@ -68,6 +71,11 @@ class RolloutSpec:
     adapter: str | None = None
     adapter_sha256: str | None = None
     sampling: SamplingParams = field(default_factory=SamplingParams)
+    reply_format: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.reply_format is not None:
+            reply_format(self.reply_format)  # an unknown name fails here, named
 
 
 @dataclass(frozen=True)
@@ -173,12 +181,11 @@ def _start(env: TextEnv, job: Job) -> _Live:
     horizon = spec.horizon or env.max_turns
     try:
         first = env.reset(job.task)
+        prompt = env.prompt_for(spec.reply_format or env.reply_format)
     except EnvError as exc:
         log.warning("rollout: reset of %s task %s failed: %s", env.name, job.task, exc)
         return _Live(episode_id, job, env, [], horizon, termination="error")
-    return _Live(
-        episode_id, job, env, opening_messages(env.system_prompt, first), horizon
-    )
+    return _Live(episode_id, job, env, opening_messages(prompt, first), horizon)
 
 
 def _turn(policy: Policy, live: list[_Live], pool: ThreadPoolExecutor) -> None:
@@ -223,14 +230,15 @@ def _act(episode: _Live, reply: Generation) -> Step | EnvError | None:
     """Step the env with the reply's action (None when the prompt did not fit)."""
     if reply.finish == "context":
         return None
-    parsed = parse_reply(reply.text) if reply.finish != "length" else None
+    name = episode.job.spec.reply_format or episode.env.reply_format
+    parsed = reply_format(name).parse(reply.text) if reply.finish != "length" else None
     try:
         if parsed is None:
             return episode.env.invalid_reply(
-                "the reply was cut off at the length limit"
+                "the reply was cut off at the length limit", name
             )
         if parsed.action is None:
-            return episode.env.invalid_reply(parsed.problem or "no action")
+            return episode.env.invalid_reply(parsed.problem or "no action", name)
         return episode.env.step(parsed.action)
     except EnvError as exc:
         return exc

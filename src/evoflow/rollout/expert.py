@@ -13,7 +13,8 @@ from pathlib import Path
 
 from evoflow.envs import make_env, play_expert, replay
 from evoflow.envs.base import Trajectory
-from evoflow.rollout.react import format_reply, opening_messages, turn_messages
+from evoflow.envs.formats import reply_format
+from evoflow.rollout.react import opening_messages, turn_messages
 from evoflow.seeding import choose, py_random
 from evoflow.store import Episode, ShardInfo, ShardMeta, read_agenttraj, write_shard
 
@@ -28,13 +29,17 @@ def trajectory_episode(
     experiment: str,
     horizon: int,
     seed: int,
+    reply: str = "react",
 ) -> Episode:
-    """A played trajectory as an ``expert`` episode in the ReAct chat layout."""
+    """A played trajectory as an ``expert`` episode, replies in format ``reply``."""
+    render = reply_format(reply).render
     messages = opening_messages(system_prompt, trajectory.first_observation)
     for turn in trajectory.turns:
+        result = turn.result
         messages += turn_messages(
-            format_reply(turn.thought, turn.action), turn.result.observation
-        )
+            render(turn.thought, turn.action), result.observation,
+            reward=result.reward, valid=result.valid,
+        )  # fmt: skip
     finished = bool(trajectory.turns) and trajectory.turns[-1].result.done
     return Episode(
         experiment=experiment,
@@ -95,7 +100,14 @@ def expert_demos(
             )
         if played.success:
             episodes.append(
-                trajectory_episode(played, env.system_prompt, experiment, horizon, seed)
+                trajectory_episode(
+                    played,
+                    env.system_prompt,
+                    experiment,
+                    horizon,
+                    seed,
+                    env.reply_format,
+                )  # fmt: skip
             )
         else:
             log.info(

@@ -1,6 +1,6 @@
-"""The ReAct reply format: one thought, one action, and how replies are parsed.
+"""Episode chats: opening and turn messages, and the default (ReAct) replies.
 
-Every episode — expert demonstration, exploration, evaluation — is the same chat:
+Reply formats themselves live in ``evoflow.envs.formats``. Every episode — expert demonstration, exploration, evaluation — is the same chat:
 system (the env's rules + reply format), user (task and first observation), then
 alternating assistant replies ``Thought: …\\nAction: …`` and user observations.
 Demonstrations and rollouts share this module so training sees exactly what
@@ -9,48 +9,22 @@ inference produces.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from typing import Any
 
+from evoflow.envs.formats import ParsedReply, reply_format
 from evoflow.store.schema import Message
 
-ACTION_TAG = re.compile(r"Action\s*:", re.IGNORECASE)
-MAX_ACTION_CHARS = 512
-
-
-@dataclass(frozen=True)
-class ParsedReply:
-    """The action of a reply, or why there is none."""
-
-    action: str | None
-    problem: str | None = None
+REACT = reply_format("react")
 
 
 def format_reply(thought: str, action: str) -> str:
-    """An assistant reply in the layout every system prompt asks for."""
-    return f"Thought: {thought}\nAction: {action}"
+    """An assistant reply in the ReAct layout (the default format)."""
+    return REACT.render(thought, action)
 
 
 def parse_reply(text: str) -> ParsedReply:
-    """Extract the action: the first line of text after the single ``Action:``.
-
-    Missing, empty, repeated or overlong actions are problems, never exceptions.
-    """
-    tags = list(ACTION_TAG.finditer(text))
-    if not tags:
-        return ParsedReply(None, "no 'Action:' line")
-    if len(tags) > 1:
-        return ParsedReply(None, "more than one 'Action:' line")
-    rest = text[tags[0].end() :].strip()
-    action = rest.splitlines()[0].strip() if rest else ""
-    if not action:
-        return ParsedReply(None, "the action after 'Action:' is empty")
-    if len(action) > MAX_ACTION_CHARS or not action.isprintable():
-        return ParsedReply(
-            None, "the action is too long or contains control characters"
-        )
-    return ParsedReply(action)
+    """The action of a ReAct reply (see ``evoflow.envs.formats.ReAct``)."""
+    return REACT.parse(text)
 
 
 def opening_messages(system_prompt: str, first_observation: str) -> list[Message]:
