@@ -14,7 +14,10 @@ if not workflow.overwrite_configfiles:
 
 include: "rules/common.smk"
 include: "rules/data.smk"
+include: "rules/explore.smk"
+include: "rules/train.smk"
 include: "rules/fedse.smk"
+include: "rules/agentevol.smk"
 include: "rules/evaluate.smk"
 include: "rules/report.smk"
 

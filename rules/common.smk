@@ -58,9 +58,9 @@ def eval_files(method, round, leaf):
 # --- input functions (the wiring is evoflow.methods.<family>) ----------------
 
 
-def runtime_settings(envs, fields):
-    """What a model job needs from the config: model, sampling and the listed
-    fields of its envs.
+def runtime_settings(envs, fields, generation=None):
+    """What a model job needs from the config: model, sampling (``generation``,
+    default the config's) and the listed fields of its envs.
 
     Used as rule params, so editing anything else (another env, a method, an
     unrelated count) reruns nothing.
@@ -69,7 +69,7 @@ def runtime_settings(envs, fields):
         "experiment": EXP,
         "seed": config["seed"],
         "model": config["model"],
-        "generation": config["generation"],
+        "generation": generation or config["generation"],
         "envs": {env: {f: config["envs"][env][f] for f in fields} for env in envs},
     }
 
@@ -88,9 +88,20 @@ def wired(name, *fields):
 
 
 start_adapter = wired("start_adapter", "round")
+explore_adapter = wired("explore_adapter", "round")
+pooled_manifest = wired("pooled_manifest", "round")
 train_manifest = wired("train_manifest", "round", "env")
 buffer_inputs = wired("buffer_inputs", "round", "env")
 previous_comm = wired("previous_comm", "round")
+
+
+def explore_sampling(method):
+    return family(method).explore_sampling(method, config["generation"])
+
+
+def merged_buffers(wildcards):
+    method = method_of(wildcards)
+    return family(method).merged_buffers(LAYOUT, method, int(wildcards.round), ENVS)
 
 
 def client_adapters(wildcards):

@@ -124,7 +124,7 @@ def _check_envs(config: dict[str, Any], source: str) -> None:
 
 
 def _check_methods(config: dict[str, Any], source: str) -> None:
-    from evoflow.methods import KINDS
+    from evoflow.methods import KINDS, methods_from_config
 
     for name, method in config["methods"].items():
         kind = method.get("kind") or name
@@ -133,6 +133,10 @@ def _check_methods(config: dict[str, Any], source: str) -> None:
                 f"{source}: key 'methods.{name}': '{name}' is not a method kind "
                 f"({', '.join(KINDS)}); add 'kind: <one of them>'"
             )
+    try:  # family settings the schema cannot judge (e.g. a filter's spelling)
+        methods_from_config(config)
+    except ValueError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
 
 
 def _check_model(config: dict[str, Any], source: str) -> None:

@@ -9,7 +9,7 @@ and the switches the family's wiring reads.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from evoflow.seeding import derive_seed
@@ -35,6 +35,7 @@ class Kind:
     weighted: bool = False  # aggregation weights = explored successes in the buffer
     per_env: bool = False  # one adapter per env, evaluated on that env only
     pooled: bool = False  # one adapter on all envs' data, no federation
+    iterative: bool = False  # round 0 trains a base; every round is evaluated
 
 
 @dataclass(frozen=True)
@@ -46,12 +47,15 @@ class Method:
     rounds: int
     eval_stride: int
     sft: SFTConfig
+    options: dict[str, Any] = field(default_factory=dict)  # the family's settings
 
     @property
     def eval_rounds(self) -> list[int]:
         """Rounds whose adapter is evaluated (the last one always)."""
         if not self.kind.trains:
             return [0]
+        if self.kind.iterative:
+            return sorted({*range(0, self.rounds + 1, self.eval_stride), self.rounds})
         if not self.kind.federated:
             return [1]
         return sorted(
@@ -86,8 +90,11 @@ class Method:
 
     def settings(self) -> dict[str, Any]:
         """Everything that decides this method's artifacts (rule params)."""
-        return {
+        settings = {
             "kind": self.kind.name,
             "rounds": self.rounds,
             "sft": self.sft.to_dict(),
         }
+        if self.options:
+            settings["options"] = self.options
+        return settings

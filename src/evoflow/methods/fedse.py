@@ -62,6 +62,11 @@ KINDS = (
 )  # fmt: skip
 
 
+def resolve(config: dict, entry: dict) -> tuple[int, dict]:
+    """A method's rounds (its own, else ``fed.rounds``) and options (none)."""
+    return entry.get("rounds") or config["fed"]["rounds"], {}
+
+
 def trained_rounds(method: Method) -> list[int]:
     """Rounds in which the method trains (none for Pre-Trained)."""
     if not method.kind.trains:
@@ -75,6 +80,31 @@ def start_adapter(layout: Layout, method: Method, round: int) -> str | None:
     if round <= 1 or not method.kind.federated:
         return None
     return layout.global_adapter(method.name, round - 1)
+
+
+def explore_adapter(layout: Layout, method: Method, round: int) -> str | None:
+    """A client explores with the adapter its round starts from."""
+    return start_adapter(layout, method, round)
+
+
+def explore_sampling(method: Method, generation: dict) -> dict:
+    """Exploration samples as ``generation`` says (its temperature)."""
+    return generation
+
+
+def buffer_select(method: Method) -> str:
+    """Which explored episodes enter the buffer (successes; all w/o Filtering)."""
+    return method.kind.select
+
+
+def pooled_manifest(layout: Layout, method: Method, round: int) -> str:
+    """Centralized trains one adapter on every env's expert demos."""
+    return layout.pooled_manifest
+
+
+def sft(method: Method, round: int, client: str):
+    """The SFT settings of one training job (see ``Method.sft_for``)."""
+    return method.sft_for(round, client)
 
 
 def train_manifest(layout: Layout, method: Method, round: int, env: str) -> str:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from evoflow.methods import fedse
+from evoflow.methods import agentevol, fedse
 from evoflow.methods.base import Kind, Method
 from evoflow.train.sft_config import SFTConfig
 
-FAMILIES = {module.FAMILY: module for module in (fedse,)}
+FAMILIES = {module.FAMILY: module for module in (fedse, agentevol)}
 KINDS: dict[str, Kind] = {
     kind.name: kind for module in FAMILIES.values() for kind in module.KINDS
 }
@@ -43,9 +43,8 @@ def methods_from_config(config: dict[str, Any]) -> dict[str, Method]:
                 "set 'kind' for a custom method name"
             )
         train = {**config["train"], **(entry.get("train") or {})}
-        rounds = entry.get("rounds") or config["fed"]["rounds"]
         sft = SFTConfig(seed=config["seed"], **train)
-        resolved[name] = Method(
-            name, KINDS[kind], rounds, config["fed"]["eval_stride"], sft
-        )
+        rounds, options = FAMILIES[KINDS[kind].family].resolve(config, entry)
+        stride = config["fed"]["eval_stride"]
+        resolved[name] = Method(name, KINDS[kind], rounds, stride, sft, options)
     return resolved

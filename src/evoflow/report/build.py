@@ -87,13 +87,13 @@ def build_report(
     base = next((r for r in rows if r.method == "pretrained"), None)
     curves, static = {}, {}
     for row, (name, method) in zip(rows, methods.items(), strict=True):
-        if method.kind.federated:
+        if method.kind.federated or method.kind.iterative:
             series = {
                 r: _panel(load_row(name, "", metric_files(name, r)))
                 for r in method.eval_rounds
             }
-            if base is not None:
-                series[0] = _panel(base)
+            if base is not None:  # an iterative method's round 0 is its own base
+                series.setdefault(0, _panel(base))
             curves[name] = series
         else:
             static[name] = _panel(row)

@@ -193,3 +193,14 @@ def write_shards_manifest(
     manifest = Manifest([shard_ref(s) for s in shards], info=info)
     write_manifest(output, manifest)
     return manifest
+
+
+def merge_manifests(
+    output: str | Path, manifests: list[str | Path], **info: Any
+) -> Manifest:
+    """One manifest holding every shard of ``manifests`` once (verified first)."""
+    merged = Manifest(info=info)
+    for path in manifests:
+        merged = merged.extended(read_manifest(path, verify=True).shards)
+    write_manifest(output, merged)
+    return merged

@@ -1,0 +1,23 @@
+# LoRA SFT of one adapter on pooled data: Centralized (every env's demos), and
+# AgentEvol's base agent and learning steps (wiring: evoflow.methods.<family>).
+
+
+rule train_pooled:
+    input:
+        manifest=pooled_manifest,
+        init=start_adapter,
+    output:
+        directory(f"{RESULTS}/{{method}}/round={{round}}/global/adapter"),
+    log:
+        f"{LOGS}/{{method}}/round={{round}}/train/pooled.log",
+    wildcard_constraints:
+        method=methods_where(lambda kind: kind.pooled),
+    params:
+        model=config["model"]["name"],
+        sft=lambda wc: family(method_of(wc)).sft(method_of(wc), int(wc.round), POOLED).to_dict(),
+        loss_log=f"{LOGS}/{{method}}/round={{round}}/train/pooled.loss.jsonl",
+    threads: 1
+    conda:
+        ENV
+    script:
+        "../scripts/train.py"

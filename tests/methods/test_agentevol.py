@@ -1,0 +1,118 @@
+"""The AgentEvol family's wiring, called directly (no Snakemake)."""
+
+from __future__ import annotations
+
+import pytest
+
+from evoflow.config import validate_config
+from evoflow.errors import ConfigError
+from evoflow.methods import Layout, agentevol, methods_from_config
+
+ENVS = ["maze", "wordle"]
+LAYOUT = Layout("r")
+
+
+def methods(**settings) -> dict:
+    config = validate_config({
+        "experiment": "x", "envs": {e: {} for e in ENVS}, "train": {"epochs": 2},
+        "agentevol": settings,
+        "methods": {
+            "agenttraj_sft": {}, "agentevol": {},
+            "from_base": {"kind": "agentevol", "agentevol": {"init_from": "base_agent"}},
+            "continue": {"kind": "agentevol",
+                         "agentevol": {"init_from": "previous", "merge": "accumulate"}},
+        },
+    })  # fmt: skip
+    return methods_from_config(config)
+
+
+def test_paper_defaults():
+    m = methods()["agentevol"]
+    s = agentevol.settings(m)
+    assert (s.iterations, s.explore_temperature, s.filter) == (4, 0.7, "reward>=1")
+    assert (s.merge, s.init_from, s.base_epochs, s.learn_epochs) == (
+        "paper",
+        "backbone",
+        3,
+        1,
+    )
+    # base agent + four iterations, each evaluated
+    assert m.rounds == 4 and m.eval_rounds == [0, 1, 2, 3, 4]
+
+
+def test_iteration_m_learns_from_the_initial_model_on_demos_and_its_own_successes():
+    m = methods()["agentevol"]
+
+    # the base agent: 3 epochs of behaviour cloning on the expert set, from the backbone
+    assert agentevol.pooled_manifest(LAYOUT, m, 0) == "r/expert/manifest.json"
+    assert agentevol.start_adapter(LAYOUT, m, 0) is None
+    assert agentevol.sft(m, 0).epochs == 3
+    # iteration 3: explores with iteration 2's agent at temperature 0.7 ...
+    assert (
+        agentevol.explore_adapter(LAYOUT, m, 3) == "r/agentevol/round=2/global/adapter"
+    )
+    assert agentevol.explore_sampling(m, {"temperature": 1.0, "width": 4}) == {
+        "temperature": 0.7, "width": 4,
+    }  # fmt: skip
+    # ... keeps reward >= 1 over the expert demos (not iteration 2's buffer) ...
+    assert agentevol.buffer_select(m) == "reward>=1"
+    assert agentevol.buffer_inputs(LAYOUT, m, 3, "maze") == {
+        "seed": "r/expert/env=maze/manifest.json",
+        "explored": "r/agentevol/round=3/client=maze/explore.parquet",
+    }
+    assert agentevol.merged_buffers(LAYOUT, m, 3, ENVS) == [
+        "r/agentevol/round=3/client=maze/buffer.json",
+        "r/agentevol/round=3/client=wordle/buffer.json",
+    ]
+    # ... and learns D_3 for 1 epoch from the initial model
+    assert (
+        agentevol.pooled_manifest(LAYOUT, m, 3)
+        == "r/agentevol/round=3/global/dataset.json"
+    )
+    assert agentevol.start_adapter(LAYOUT, m, 3) is None
+    assert agentevol.sft(m, 3).epochs == 1
+    assert agentevol.eval_adapters(LAYOUT, m, 3, ENVS) == {
+        "global": "r/agentevol/round=3/global/adapter"
+    }
+
+
+def test_ablations_continue_from_last_and_accumulate():
+    m = methods()
+    assert agentevol.start_adapter(LAYOUT, m["from_base"], 3) == (
+        "r/from_base/round=0/global/adapter"
+    )
+    assert agentevol.start_adapter(LAYOUT, m["continue"], 3) == (
+        "r/continue/round=2/global/adapter"
+    )
+    assert agentevol.buffer_inputs(LAYOUT, m["continue"], 3, "maze")["previous"] == (
+        "r/continue/round=2/client=maze/buffer.json"
+    )
+    assert "previous" not in agentevol.buffer_inputs(LAYOUT, m["continue"], 1, "maze")
+
+
+def test_agenttraj_sft_is_behaviour_cloning_once():
+    m = methods()["agenttraj_sft"]
+    assert m.eval_rounds == [1]
+    assert agentevol.pooled_manifest(LAYOUT, m, 1) == "r/expert/manifest.json"
+    assert agentevol.sft(m, 1).epochs == 3
+    assert agentevol.artifacts(LAYOUT, m, ENVS) == [
+        "r/agenttraj_sft/round=1/global/adapter",
+        "r/agenttraj_sft/round=1/eval/env=maze/metrics.json",
+        "r/agenttraj_sft/round=1/eval/env=wordle/metrics.json",
+    ]
+
+
+def test_artifacts_of_every_iteration():
+    m = methods(iterations=2)["agentevol"]
+    files = agentevol.artifacts(LAYOUT, m, ENVS)
+    # base adapter; 2 iterations x (2 envs x (shard, buffer) + dataset + adapter); 3 x 2 metrics
+    assert len(files) == 1 + 2 * (2 * 2 + 2) + 3 * 2
+    assert files[0] == "r/agentevol/round=0/global/adapter"
+    assert "r/agentevol/round=2/global/dataset.json" in files
+
+
+def test_bad_settings_are_named():
+    with pytest.raises(ConfigError, match="merge"):
+        methods(merge="sometimes")
+    with pytest.raises(ConfigError, match="select 'reward>1' is not one of"):
+        methods(filter="reward>1")

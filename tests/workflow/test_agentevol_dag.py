@@ -1,0 +1,88 @@
+"""AgentEvol's DAG on the tiny model: what each iteration learns from, and resume.
+
+``tiny_agentevol.yaml`` keeps every explored episode (``filter: reward>=0``),
+so the size of each learning set is known by hand whatever the tiny model
+does: 2 envs x 2 expert demos, plus 2 envs x 2 explored episodes per iteration.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from evoflow.store import read_manifest
+from tests.workflow.conftest import ROOT, planned_jobs, snakemake
+
+pytestmark = pytest.mark.slow
+CONFIG = ROOT / "tests" / "configs" / "tiny_agentevol.yaml"
+DEMOS, EXPLORED = 4, 4  # per iteration: 2 envs x 2 tasks
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("agentevol")
+    snakemake(workdir, config=CONFIG)
+    return workdir
+
+
+def training(run, method: str, round: int) -> dict:
+    adapter = run / f"results/tiny-agentevol/{method}/round={round}/global/adapter"
+    return json.loads((adapter / "training.json").read_text())
+
+
+def test_table_has_the_agentgym_rows(run):
+    table = (run / "reports/tiny-agentevol/table1.md").read_text()
+    for title in (
+        "Pre-Trained",
+        "AgentTraj-SFT",
+        "AgentEvol",
+        "AgentEvol (agentevol_continue)",
+    ):
+        assert f"| {title} |" in table
+
+
+def test_each_iteration_learns_the_demos_and_only_its_own_explorations(run):
+    # paper: D_m = expert set + iteration m's kept episodes, from the initial model
+    for round in (1, 2):
+        info = training(run, "agentevol", round)
+        assert info["buffer_episodes"] == DEMOS + EXPLORED
+        assert info["init_adapter"] is None
+        assert info["config"]["epochs"] == 1
+    assert training(run, "agentevol", 0)["buffer_episodes"] == DEMOS
+    results = (run / "results/tiny-agentevol").resolve()
+    dataset = read_manifest(results / "agentevol/round=2/global/dataset.json")
+    shards = sorted(str(Path(s.path).relative_to(results)) for s in dataset.shards)
+    assert shards == [
+        "agentevol/round=2/client=maze/explore.parquet",
+        "agentevol/round=2/client=wordle/explore.parquet",
+        "expert/env=maze/demos.parquet",
+        "expert/env=wordle/demos.parquet",
+    ]
+
+
+def test_continue_from_last_accumulates_and_chains_adapters(run):
+    info = training(run, "agentevol_continue", 2)
+    assert info["buffer_episodes"] == DEMOS + 2 * EXPLORED
+    assert info["init_adapter"].endswith("agentevol_continue/round=1/global/adapter")
+
+
+def test_a_lost_iteration_is_redone_alone(run, tmp_path):
+    # Prepare: a copy of the finished run without iteration 2's agent
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy, symlinks=True)
+    assert planned_jobs(copy, config=CONFIG) == []
+    shutil.rmtree(copy / "results/tiny-agentevol/agentevol/round=2/global/adapter")
+
+    # Execute
+    jobs = planned_jobs(copy, config=CONFIG)
+
+    # Assert: that agent is learned again and evaluated, nothing else of any method
+    touched = sorted({(rule, out.split("/")[2], out.split("/")[3])
+                      for rule, out in jobs if out.startswith("results/")})  # fmt: skip
+    assert touched == [("evaluate", "agentevol", "round=2"),
+                       ("train_pooled", "agentevol", "round=2")]  # fmt: skip
+    snakemake(copy, config=CONFIG)
+    assert planned_jobs(copy, config=CONFIG) == []
