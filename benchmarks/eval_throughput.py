@@ -10,9 +10,11 @@ the expensive case, and the one a Pre-Trained row costs.
 
 ``today`` is ``HFPolicy`` of commit ``baseline.BASELINE``, loaded from git
 (one left-padded prefill, finished rows decoded to the end, the LoRA applied
-unmerged, fp32 on CPU). Both must play identical episodes; the script checks.
+unmerged, fp32 on CPU). In fp32 (``EVOFLOW_CPU_BF16=0``) both play identical
+episodes — the script counts them; with bf16 weights (``auto`` on a CPU with
+bf16 units) rounding changes some greedy choices, so fewer are identical.
 Figures: episodes per hour, the ratio (goal ≥ 4×), and model compute as a
-share of this machine's roofline (``roofline.py``). ``--compile`` also times
+share of this machine's roofline (``roofline.py``) in the precision used. ``--compile`` also times
 ``torch.compile`` of our model (compile time included).
 
     python benchmarks/eval_throughput.py [--tasks 3] [--width 15] [--threads 1]
@@ -102,7 +104,8 @@ def run(variant: str, adapter: str, args):
     start = time.perf_counter()
     episodes = play(made, factories, jobs(adapter, args.tasks), args.width, False)
     seconds = time.perf_counter() - start
-    return episodes, seconds, {k: FED[k] - before[k] for k in FED}
+    precision = "bf16" if getattr(made, "dtype", None) == torch.bfloat16 else "fp32"
+    return episodes, seconds, {k: FED[k] - before[k] for k in FED}, precision
 
 
 def model_flops(counts: dict, episodes) -> float:
@@ -131,12 +134,12 @@ def main() -> None:
     played = {
         v: [[m.content for m in e.messages] for e in r[0]] for v, r in results.items()
     }
-    for variant, (episodes, seconds, counts) in results.items():
+    for variant, (episodes, seconds, counts, precision) in results.items():
         turns = sum(e.n_turns for e in episodes)
-        share = model_flops(counts, episodes) / seconds / 1e9 / roof["fp32"]
+        share = model_flops(counts, episodes) / seconds / 1e9 / roof[precision]
         print(f"{variant:>6}: {len(episodes)} episodes, {turns} turns in {seconds:.0f} s "
               f"= {3600 * len(episodes) / seconds:.0f} episodes/h; fed {counts['prefill']} "
-              f"prompt + {counts['decode']} decode tokens; {share:.1%} of the fp32 "
+              f"prompt + {counts['decode']} decode tokens; {share:.1%} of the {precision} "
               f"roofline")  # fmt: skip
     if {"today", "ours"} <= set(results):
         same = sum(a == b for a, b in zip(played["today"], played["ours"], strict=True))
