@@ -42,6 +42,9 @@ def test_table_has_the_agentgym_rows(run):
         "AgentEvol (agentevol_continue)",
     ):
         assert f"| {title} |" in table
+    assert "AgentEvol after 2 iteration(s)" in table
+    assert "LoRA adapter (AgentGym fine-tunes every weight)" in table
+    assert "federated methods" not in table
 
 
 def test_each_iteration_learns_the_demos_and_only_its_own_explorations(run):

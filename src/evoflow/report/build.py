@@ -143,9 +143,21 @@ def _panel(row: Row) -> dict[str, float]:
 def _note(config: dict, methods: dict[str, Method]) -> str:
     envs = config["envs"]
     counts = ", ".join(f"{e} {envs[e]['test'] or 'all'}" for e in envs)
-    rounds = max((m.final_round for m in methods.values()), default=0)
+    after = []
+    for label, chosen in (("federated methods", lambda k: k.federated),
+                          ("AgentEvol", lambda k: k.iterative)):  # fmt: skip
+        finals = [m.final_round for m in methods.values() if chosen(m.kind)]
+        if finals:
+            unit = "round(s)" if label.startswith("federated") else "iteration(s)"
+            after.append(f"{label} after {max(finals)} {unit}")
+    lora = (
+        " Every trained agent is a LoRA adapter (AgentGym fine-tunes every weight)."
+        if any(m.kind.family == "agentevol" for m in methods.values())
+        else ""
+    )
     return (
-        f"Success rate (%) of `{config['model']['name']}` on test tasks ({counts}); "
-        f"federated methods after {rounds} round(s). Avg is pooled over all test "
-        "episodes; (+x) is the gain over Pre-Trained."
+        f"Success rate (%) of `{config['model']['name']}` on test tasks ({counts})"
+        + "".join(f"; {a}" for a in after)
+        + ". Avg is pooled over all test episodes; (+x) is the gain over Pre-Trained."
+        + lora
     )
