@@ -34,7 +34,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-from evoflow.methods.base import POOLED, Kind, Method
+from evoflow.methods.base import (
+    POOLED,
+    Kind,
+    Method,
+    buffer_sources,
+    evaluation_files,
+)
 from evoflow.methods.layout import Layout
 from evoflow.store.selection import normalise
 from evoflow.train.sft_config import SFTConfig
@@ -107,13 +113,8 @@ def buffer_inputs(
 ) -> dict[str, str]:
     """Iteration m's kept episodes of one env over the expert demos (``paper``),
     or over iteration m-1's (``accumulate``)."""
-    inputs = {
-        "seed": layout.expert_manifest(env),
-        "explored": layout.client(method.name, round, env, "explore.parquet"),
-    }
-    if settings(method).merge == "accumulate" and round > 1:
-        inputs["previous"] = layout.client(method.name, round - 1, env, "buffer.json")
-    return inputs
+    accumulate = settings(method).merge == "accumulate"
+    return buffer_sources(layout, method, round, env, accumulate)
 
 
 def merged_buffers(layout: Layout, method: Method, round: int, envs) -> list[str]:
@@ -130,7 +131,7 @@ def pooled_manifest(layout: Layout, method: Method, round: int) -> str:
 
 def sft(method: Method, round: int, client: str = POOLED) -> SFTConfig:
     """``base_epochs`` for the base agent, ``learn_epochs`` for an iteration."""
-    options = settings(method) if method.options else AgentEvolSettings()
+    options = settings(method)
     base = not method.kind.iterative or round == 0
     epochs = options.base_epochs if base else options.learn_epochs
     return replace(method.sft_for(round, client), epochs=epochs)
@@ -164,6 +165,4 @@ def artifacts(layout: Layout, method: Method, envs) -> list[str]:
     return files + evaluations(layout, method, envs)
 
 
-def evaluations(layout: Layout, method: Method, envs) -> list[str]:
-    return [f for r in method.eval_rounds
-            for f in layout.evaluations(method.name, r, envs, "metrics.json")]  # fmt: skip
+evaluations = evaluation_files

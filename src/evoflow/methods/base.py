@@ -98,3 +98,21 @@ class Method:
         if self.options:
             settings["options"] = self.options
         return settings
+
+
+def evaluation_files(layout, method: Method, envs) -> list[str]:
+    """The metrics files of every evaluated round of a method (any family)."""
+    return [f for r in method.eval_rounds
+            for f in layout.evaluations(method.name, r, envs, "metrics.json")]  # fmt: skip
+
+
+def buffer_sources(layout, method: Method, round: int, env: str, grow: bool) -> dict:
+    """What a round's buffer is built from: the env's expert demos (the seed),
+    the round's exploration shard and, when it ``grow``s, last round's buffer."""
+    inputs = {
+        "seed": layout.expert_manifest(env),
+        "explored": layout.client(method.name, round, env, "explore.parquet"),
+    }
+    if grow and round > 1:
+        inputs["previous"] = layout.client(method.name, round - 1, env, "buffer.json")
+    return inputs

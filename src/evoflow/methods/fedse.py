@@ -43,7 +43,7 @@ seed is its own.
 
 from __future__ import annotations
 
-from evoflow.methods.base import Kind, Method
+from evoflow.methods.base import Kind, Method, buffer_sources, evaluation_files
 from evoflow.methods.layout import Layout
 
 FAMILY = "fedse"
@@ -114,26 +114,11 @@ def train_manifest(layout: Layout, method: Method, round: int, env: str) -> str:
     return layout.expert_manifest(env)
 
 
-def previous_buffer(layout: Layout, method: Method, round: int, env: str) -> str | None:
-    """The buffer a round's buffer grows from (none in round 1 or w/o History)."""
-    if round <= 1 or not method.kind.history:
-        return None
-    return layout.client(method.name, round - 1, env, "buffer.json")
-
-
 def buffer_inputs(
     layout: Layout, method: Method, round: int, env: str
 ) -> dict[str, str]:
-    """What a round's buffer is built from: the expert demos (the seed), the
-    round's exploration shard and, with History, last round's buffer."""
-    inputs = {
-        "seed": layout.expert_manifest(env),
-        "explored": layout.client(method.name, round, env, "explore.parquet"),
-    }
-    previous = previous_buffer(layout, method, round, env)
-    if previous is not None:
-        inputs["previous"] = previous
-    return inputs
+    """The expert demos, the round's exploration and, with History, last round's buffer."""
+    return buffer_sources(layout, method, round, env, method.kind.history)
 
 
 def client_adapters(layout: Layout, method: Method, round: int, envs) -> list[str]:
@@ -190,7 +175,4 @@ def artifacts(layout: Layout, method: Method, envs) -> list[str]:
     return files + evaluations(layout, method, envs)
 
 
-def evaluations(layout: Layout, method: Method, envs) -> list[str]:
-    """The metrics files of every evaluated round."""
-    return [f for r in method.eval_rounds
-            for f in layout.evaluations(method.name, r, envs, "metrics.json")]  # fmt: skip
+evaluations = evaluation_files
