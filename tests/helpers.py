@@ -68,3 +68,18 @@ def make_episode(i: int = 0, **overrides) -> Episode:
     )
     values.update(overrides)
     return Episode(**values)
+
+
+def require_java() -> None:
+    """Skip a SciWorld test where Java or scienceworld is missing, printing why;
+    on CI (or with EVOFLOW_REQUIRE_JAVA=1) fail instead."""
+    import pytest
+
+    from evoflow.envs.sciworld_sim import SimulatorUnavailable, check_available
+
+    try:
+        check_available()
+    except SimulatorUnavailable as exc:
+        if service_required("EVOFLOW_REQUIRE_JAVA"):
+            pytest.fail(f"the SciWorld tests must run here but {exc}")
+        pytest.skip(str(exc))

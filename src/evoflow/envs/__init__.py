@@ -27,6 +27,7 @@ REGISTRY = {
     "textcraft": "evoflow.envs.textcraft:TextCraftEnv",
     "maze": "evoflow.envs.maze:MazeEnv",
     "wordle": "evoflow.envs.wordle:WordleEnv",
+    "sciworld": "evoflow.envs.sciworld:SciWorldEnv",
 }
 
 

@@ -3,7 +3,9 @@
 Shapes follow AgentGym's env servers exactly (see FACTS): BabyAI and TextCraft at
 the root with ``id``/``data_idx``; Maze and Wordle under ``/maze`` and ``/wordle``
 with ``game``/``seed``; WebShop at the root with ``env_idx``/``session_id``, plus
-the ``/close`` its client calls. TextCraft's ``/create`` also takes AgentGym's
+the ``/close`` its client calls; SciWorld at the root like BabyAI, its reset and
+step answers carrying the score (0-100) and its reset the task name, variation
+and description. TextCraft's ``/create`` also takes AgentGym's
 own ``commands`` and ``goal`` (a session with that task). As in
 AgentGym, problems inside a well-formed request (unknown id, finished episode,
 unknown task) answer HTTP 200 with ``{"error": "..."}`` because AgentGym's
@@ -86,6 +88,7 @@ def add_agentgym_routes(app: FastAPI, env_name: str, pool: SessionPool) -> None:
         "maze": _maze,
         "wordle": _wordle,
         "webshop": _webshop,
+        "sciworld": _sciworld,
     }
     if env_name in builders:
         app.include_router(builders[env_name](pool))
@@ -104,12 +107,25 @@ def _reset(pool: SessionPool, session_id: int, task: int) -> tuple[Any, str]:
     return session, session.env.reset(str(task))
 
 
-def _babyai(pool: SessionPool) -> APIRouter:
-    router = APIRouter()
+def _add_session_routes(router: APIRouter, pool: SessionPool) -> None:
+    """``/create``, ``/observation`` and ``/close`` as BabyAI and SciWorld have them."""
 
     @router.post("/create")
     async def create() -> dict:
         return {"id": pool.create()}
+
+    @router.get("/observation")
+    async def observation(id: Index) -> Any:
+        return _guarded(lambda: pool.get(id).env.observation)
+
+    @router.post("/close")
+    async def close(body: IdBody) -> Any:
+        return _guarded(lambda: pool.close(body.id) or True)
+
+
+def _babyai(pool: SessionPool) -> APIRouter:
+    router = APIRouter()
+    _add_session_routes(router, pool)
 
     @router.post("/reset")
     async def reset(body: ResetBody) -> Any:
@@ -128,14 +144,6 @@ def _babyai(pool: SessionPool) -> APIRouter:
                     "score": session.score, "done": result.done}  # fmt: skip
 
         return _guarded(run)
-
-    @router.get("/observation")
-    async def observation(id: Index) -> Any:
-        return _guarded(lambda: pool.get(id).env.observation)
-
-    @router.post("/close")
-    async def close(body: IdBody) -> Any:
-        return _guarded(lambda: pool.close(body.id) or True)
 
     return router
 
@@ -311,5 +319,53 @@ def _webshop(pool: SessionPool) -> APIRouter:
         """AgentGym's WebShop client posts here when done (its server has no such
         route); the session is closed and the answer is ``true``."""
         return _guarded(lambda: pool.close(body.env_idx) or True)
+
+    return router
+
+
+def _sciworld(pool: SessionPool) -> APIRouter:
+    router = APIRouter()
+    _add_session_routes(router, pool)
+
+    @router.post("/reset")
+    async def reset(body: ResetBody) -> Any:
+        def run():
+            env = _reset(pool, body.id, body.data_idx)[0].env
+            task, variation = env.game
+            return {"task_name": task, "var_num": variation,
+                    "task_description": env.task_description,
+                    "observation": env.look_observation, "reward": 0,
+                    "score": env.score, "deleted": False, "done": False}  # fmt: skip
+
+        return _guarded(run)
+
+    @router.post("/step")
+    async def step(body: StepBody) -> Any:
+        def run():
+            before = pool.get(body.id).env.score
+            session, result = _step(pool, body.id, body.action)
+            score = session.env.score  # the reward is the score's change, as there
+            return {"observation": result.observation, "reward": score - before,
+                    "score": score, "done": result.done}  # fmt: skip
+
+        return _guarded(run)
+
+    @router.get("/action_hint")
+    async def action_hint(id: Index) -> Any:
+        return _guarded(lambda: pool.get(id).env.action_hint())
+
+    @router.get("/goals")
+    async def goals(id: Index) -> Any:
+        return _guarded(lambda: {"goals": pool.get(id).env.goal_progress()})
+
+    @router.get("/detail")
+    async def detail(id: Index) -> Any:
+        def run():
+            env = pool.get(id).env
+            task, variation = env.game
+            return {"task_name": task, "var_num": variation, "score": env.score,
+                    "observation": env.observation, "done": not env.running}  # fmt: skip
+
+        return _guarded(run)
 
     return router

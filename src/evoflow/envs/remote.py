@@ -41,7 +41,7 @@ class SessionLost(RemoteError):
 # finished episode counts as a success.
 AGENTGYM_LAYOUTS: dict[str, dict[str, Any]] = {
     "babyai": {"prefix": "", "id": "id", "reset": "data_idx", "close": True, "win": "positive"},
-    "sciworld": {"prefix": "", "id": "id", "reset": "data_idx", "close": True, "win": "positive"},
+    "sciworld": {"prefix": "", "id": "id", "reset": "data_idx", "close": True, "win": "score"},
     "textcraft": {"prefix": "", "id": "id", "reset": "data_idx", "close": True, "win": "one"},
     "maze": {"prefix": "/maze", "id": "id", "reset": "game", "close": False, "win": "one"},
     "wordle": {"prefix": "/wordle", "id": "id", "reset": "seed", "close": False, "win": "one"},
@@ -96,6 +96,7 @@ class RemoteEnv(TextEnv):
         self._retries = retries
         self._backoff = backoff
         self._session: int | None = None
+        self._score = 0.0  # SciWorld over AgentGym routes: the last score seen
         info = self._describe(env)
         self.name = info["env"]
         self.max_turns = max_turns or info["max_turns"]
@@ -161,7 +162,12 @@ class RemoteEnv(TextEnv):
         data = self._agentgym("POST", "/step", json=body)
         observation = data.get("observation", data.get("state", ""))
         reward, done = float(data.get("reward") or 0.0), bool(data.get("done"))
-        win = reward > 0 if layout["win"] == "positive" else reward >= 1.0
+        if layout["win"] == "score":  # SciWorld: score 0-100 (-100 when failed)
+            score = float(data.get("score") or 0.0)
+            reward = (max(score, 0.0) - max(self._score, 0.0)) / 100
+            self._score, win = score, score >= 100
+        else:
+            win = reward > 0 if layout["win"] == "positive" else reward >= 1.0
         return Step(str(observation), reward, done, done and win)
 
     def expert_action(self) -> tuple[str, str]:
@@ -242,6 +248,9 @@ class RemoteEnv(TextEnv):
                 params = {layout["id"]: self._session}
                 observation = self._agentgym("GET", "/observation", params=params)
             return str(observation)
+        self._score = 0.0
+        if "task_description" in data:  # SciWorld states the task apart
+            return f"{data['task_description']}\n\n{data['observation']}"
         return str(data["observation"])
 
     def _agentgym(

@@ -89,8 +89,10 @@ class SessionPool:
         return session
 
     def close(self, session_id: int) -> None:
-        if self._sessions.pop(session_id, None) is None:
+        session = self._sessions.pop(session_id, None)
+        if session is None:
             raise UnknownSession(f"no session with id {session_id} (closed or expired)")
+        _release(session)
 
     def sweep(self) -> int:
         """Close sessions idle for longer than ``idle_ttl``; return how many."""
@@ -101,7 +103,14 @@ class SessionPool:
                 break
             expired.append(session_id)
         for session_id in expired:
-            del self._sessions[session_id]
+            _release(self._sessions.pop(session_id))
         if expired:
             log.info("sweep: closed %d idle sessions", len(expired))
         return len(expired)
+
+
+def _release(session: Session) -> None:
+    """Free what the session's environment holds (SciWorld's simulator, say)."""
+    close = getattr(session.env, "close", None)
+    if close is not None:
+        close()
