@@ -5,6 +5,7 @@ import re
 
 from evoflow.config import config_hash, validate_config
 from evoflow.methods import POOLED, Layout, family, methods_from_config
+from evoflow.methods.layout import EXPERT, EXPERT_SETS
 from evoflow.report.build import rank_methods, report_outputs
 
 # Fill defaults in place so every rule sees the same resolved config; a wrong
@@ -30,6 +31,7 @@ wildcard_constraints:
     method="[a-z][a-z0-9_]*",
     round="[0-9]+",
     env="[a-z][a-z0-9_]*",
+    expert_set="|".join(EXPERT_SETS),
 
 
 def methods_where(test):
@@ -49,6 +51,15 @@ client_path = LAYOUT.client
 global_adapter = LAYOUT.global_adapter
 expert_manifest = LAYOUT.expert_manifest
 POOLED_MANIFEST = LAYOUT.pooled_manifest
+
+
+def expert_settings(env, expert_set):
+    """An expert set's demonstration settings for one env, as params: the
+    count is ``demos``, or ``demos_large`` for the large set (null: all tasks)."""
+    settings = {k: config["envs"][env][k] for k in ("demos", "demos_file", "max_turns")}
+    if expert_set != EXPERT:
+        settings["demos"] = config["envs"][env]["demos_large"]
+    return settings
 
 
 def eval_files(method, round, leaf):
@@ -119,7 +130,9 @@ def eval_adapters(wildcards):
 
 REPORT = report_outputs(config, REPORTS)
 REPORT_CAPTIONS = {"table_md": "table1.rst", "table_csv": "table1.rst", "table_tex": "table1.rst",
-                   "curves": "curves.rst", "ablations": "ablations.rst", "ranks": "ranks.rst"}
+                   "curves": "curves.rst", "ablations": "ablations.rst", "ranks": "ranks.rst",
+                   "table3_md": "table3.rst", "table3_csv": "table3.rst",
+                   "iterations": "iterations.rst"}
 
 
 def rank_comm_files():

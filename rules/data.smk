@@ -1,15 +1,14 @@
-# Data: expert demonstrations (the seed buffer of every method) and manifests.
+# Data: expert demonstrations (the seed buffer of every method, and the larger
+# set AgentTraj-L-SFT learns) and manifests.
 
 
 rule expert_demos:
     output:
-        f"{RESULTS}/expert/env={{env}}/demos.parquet",
+        f"{RESULTS}/{{expert_set}}/env={{env}}/demos.parquet",
     log:
-        f"{LOGS}/expert/{{env}}.log",
+        f"{LOGS}/{{expert_set}}/{{env}}.log",
     params:
-        env=lambda wc: {
-            k: config["envs"][wc.env][k] for k in ("demos", "demos_file", "max_turns")
-        },
+        env=lambda wc: expert_settings(wc.env, wc.expert_set),
         experiment=EXP,
         seed=config["seed"],
     conda:
@@ -20,11 +19,11 @@ rule expert_demos:
 
 rule expert_manifest:
     input:
-        f"{RESULTS}/expert/env={{env}}/demos.parquet",
+        f"{RESULTS}/{{expert_set}}/env={{env}}/demos.parquet",
     output:
-        f"{RESULTS}/expert/env={{env}}/manifest.json",
+        f"{RESULTS}/{{expert_set}}/env={{env}}/manifest.json",
     log:
-        f"{LOGS}/expert/{{env}}.manifest.log",
+        f"{LOGS}/{{expert_set}}/{{env}}.manifest.log",
     localrule: True
     conda:
         ENV
@@ -34,11 +33,11 @@ rule expert_manifest:
 
 rule pooled_manifest:
     input:
-        expand(f"{RESULTS}/expert/env={{env}}/demos.parquet", env=ENVS),
+        expand(f"{RESULTS}/{{{{expert_set}}}}/env={{env}}/demos.parquet", env=ENVS),
     output:
-        POOLED_MANIFEST,
+        f"{RESULTS}/{{expert_set}}/manifest.json",
     log:
-        f"{LOGS}/expert/pooled.manifest.log",
+        f"{LOGS}/{{expert_set}}/pooled.manifest.log",
     localrule: True
     conda:
         ENV

@@ -17,7 +17,7 @@ def methods(**settings) -> dict:
         "experiment": "x", "envs": {e: {} for e in ENVS}, "train": {"epochs": 2},
         "agentevol": settings,
         "methods": {
-            "agenttraj_sft": {}, "agentevol": {},
+            "agenttraj_sft": {}, "agenttraj_l_sft": {}, "agentevol": {},
             "from_base": {"kind": "agentevol", "agentevol": {"init_from": "base_agent"}},
             "continue": {"kind": "agentevol",
                          "agentevol": {"init_from": "previous", "merge": "accumulate"}},
@@ -100,6 +100,13 @@ def test_agenttraj_sft_is_behaviour_cloning_once():
         "r/agenttraj_sft/round=1/eval/env=maze/metrics.json",
         "r/agenttraj_sft/round=1/eval/env=wordle/metrics.json",
     ]
+
+
+def test_agenttraj_l_sft_clones_the_large_expert_set():
+    m = methods()["agenttraj_l_sft"]
+    assert m.eval_rounds == [1] and agentevol.sft(m, 1).epochs == 3
+    assert agentevol.pooled_manifest(LAYOUT, m, 1) == "r/expert_l/manifest.json"
+    assert LAYOUT.demos("maze", "expert_l") == "r/expert_l/env=maze/demos.parquet"
 
 
 def test_artifacts_of_every_iteration():

@@ -38,6 +38,7 @@ def test_table_has_the_agentgym_rows(run):
     for title in (
         "Pre-Trained",
         "AgentTraj-SFT",
+        "AgentTraj-L-SFT",
         "AgentEvol",
         "AgentEvol (agentevol_continue)",
     ):
@@ -45,6 +46,11 @@ def test_table_has_the_agentgym_rows(run):
     assert "AgentEvol after 2 iteration(s)" in table
     assert "LoRA adapter (AgentGym fine-tunes every weight)" in table
     assert "federated methods" not in table
+    table3 = (run / "reports/tiny-agentevol/table3.md").read_text()
+    assert "| Method | Maze | Wordle |" in table3
+    assert "| AgentTraj-L-SFT | " in table3 and "| AgentEvol | " in table3
+    figure = run / "reports/tiny-agentevol/figures/agentevol_iterations.png"
+    assert figure.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_each_iteration_learns_the_demos_and_only_its_own_explorations(run):
@@ -64,6 +70,16 @@ def test_each_iteration_learns_the_demos_and_only_its_own_explorations(run):
         "expert/env=maze/demos.parquet",
         "expert/env=wordle/demos.parquet",
     ]
+
+
+def test_agenttraj_l_sft_learns_the_large_expert_set(run):
+    info = training(run, "agenttraj_l_sft", 1)
+    assert info["buffer_episodes"] == 2 * 3  # demos_large: 3 per env
+    results = (run / "results/tiny-agentevol").resolve()
+    pooled = read_manifest(results / "expert_l/manifest.json")
+    shards = sorted(str(Path(s.path).relative_to(results)) for s in pooled.shards)
+    assert shards == ["expert_l/env=maze/demos.parquet",
+                      "expert_l/env=wordle/demos.parquet"]  # fmt: skip
 
 
 def test_continue_from_last_accumulates_and_chains_adapters(run):

@@ -4,6 +4,8 @@ exploring, filtering and learning, iteration after iteration.
 =============== ===========================================================
 agenttraj_sft   behaviour cloning on the expert set (AgentTraj-SFT): one
                 adapter on every env's demonstrations, ``base_epochs``
+agenttraj_l_sft the same on the larger expert set (AgentTraj-L-SFT, the
+                paper's upper bound of SFT): ``envs.<env>.demos_large`` each
 agentevol       round 0 is that base agent; iteration m = 1..M explores every
                 env's training tasks with iteration m-1's agent, keeps the
                 episodes that pass ``filter``, merges them with the expert
@@ -41,13 +43,20 @@ from evoflow.methods.base import (
     buffer_sources,
     evaluation_files,
 )
-from evoflow.methods.layout import Layout
+from evoflow.methods.layout import EXPERT_LARGE, Layout
 from evoflow.store.selection import normalise
 from evoflow.train.sft_config import SFTConfig
 
 FAMILY = "agentevol"
 KINDS = (
     Kind("agenttraj_sft", FAMILY, "AgentTraj-SFT", pooled=True),
+    Kind(
+        "agenttraj_l_sft",
+        FAMILY,
+        "AgentTraj-L-SFT",
+        pooled=True,
+        expert_set=EXPERT_LARGE,
+    ),
     Kind("agentevol", FAMILY, "AgentEvol", pooled=True, explores=True, iterative=True),
 )
 
@@ -125,7 +134,7 @@ def merged_buffers(layout: Layout, method: Method, round: int, envs) -> list[str
 def pooled_manifest(layout: Layout, method: Method, round: int) -> str:
     """The base agent learns the expert set; iteration m learns D_m."""
     if not method.kind.iterative or round == 0:
-        return layout.pooled_manifest
+        return layout.pooled_manifest_of(method.kind.expert_set)
     return layout.server(method.name, round, "dataset.json")
 
 

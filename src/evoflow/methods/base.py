@@ -36,6 +36,7 @@ class Kind:
     per_env: bool = False  # one adapter per env, evaluated on that env only
     pooled: bool = False  # one adapter on all envs' data, no federation
     iterative: bool = False  # round 0 trains a base; every round is evaluated
+    expert_set: str = "expert"  # the demonstrations a pooled adapter learns
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Expert sets: the demonstrations every method starts from (``demos`` per env),
+# and AgentTraj-L-SFT's larger one (``demos_large``).
+EXPERT = "expert"
+EXPERT_LARGE = "expert_l"
+EXPERT_SETS = (EXPERT, EXPERT_LARGE)
+
 
 @dataclass(frozen=True)
 class Layout:
@@ -29,15 +35,19 @@ class Layout:
     def comm(self, method: str, round: int | str) -> str:
         return self.server(method, round, "comm.json")
 
-    def demos(self, env: str) -> str:
-        return f"{self.results}/expert/env={env}/demos.parquet"
+    def demos(self, env: str, expert_set: str = EXPERT) -> str:
+        return f"{self.results}/{expert_set}/env={env}/demos.parquet"
 
-    def expert_manifest(self, env: str) -> str:
-        return f"{self.results}/expert/env={env}/manifest.json"
+    def expert_manifest(self, env: str, expert_set: str = EXPERT) -> str:
+        return f"{self.results}/{expert_set}/env={env}/manifest.json"
 
     @property
     def pooled_manifest(self) -> str:
-        return f"{self.results}/expert/manifest.json"
+        return self.pooled_manifest_of(EXPERT)
+
+    def pooled_manifest_of(self, expert_set: str) -> str:
+        """Every env's demonstrations of one expert set, as one dataset."""
+        return f"{self.results}/{expert_set}/manifest.json"
 
     def evaluation(self, method: str, round: int | str, env: str, leaf: str) -> str:
         return f"{self.results}/{method}/round={round}/eval/env={env}/{leaf}"

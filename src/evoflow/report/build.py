@@ -19,7 +19,7 @@ from evoflow.methods import (
     method_title,
     methods_from_config,
 )
-from evoflow.report import figures
+from evoflow.report import agentgym, figures
 from evoflow.report.behaviour import behaviour_markdown, explored
 from evoflow.report.tables import (
     ENV_TITLES,
@@ -45,6 +45,11 @@ def report_outputs(config: dict, reports: str) -> dict[str, str]:
         outputs["ablations"] = f"{reports}/figures/ablations.png"
     if len(rank_methods(methods)) > 1:
         outputs["ranks"] = f"{reports}/figures/rank_vs_communication.png"
+    if any(m.kind.family == "agentevol" for m in methods.values()):
+        outputs["table3_md"] = f"{reports}/table3.md"
+        outputs["table3_csv"] = f"{reports}/table3.csv"
+    if any(m.kind.iterative for m in methods.values()):
+        outputs["iterations"] = f"{reports}/figures/agentevol_iterations.png"
     return outputs
 
 
@@ -83,7 +88,7 @@ def build_report(
     write_tables(rows, outputs["table_md"], outputs["table_csv"], outputs["table_tex"],
                  reference, _note(config, methods), companion)  # fmt: skip
 
-    titles = {**ENV_TITLES, **{r.method: r.title for r in rows}}
+    titles = {**ENV_TITLES, "avg": "Avg (pooled)", **{r.method: r.title for r in rows}}
     base = next((r for r in rows if r.method == "pretrained"), None)
     curves, static = {}, {}
     for row, (name, method) in zip(rows, methods.items(), strict=True):
@@ -116,8 +121,36 @@ def build_report(
                 )
             )
         figures.rank_tradeoff(points, outputs["ranks"])
+    if "table3_md" in outputs:
+        _agentgym_report(config, methods, rows, metric_files, outputs)
     log.info("report: %d methods, %d envs", len(rows), len(envs))
     return rows
+
+
+def _agentgym_report(config, methods, rows, metric_files, outputs) -> None:
+    """AgentGym's Table 3 (ours beside the paper's) and AgentEvol by iteration:
+    every iterative method's score per iteration (the base agent at 0), so
+    AgentEvol from the initial model and continued from the last one (Figure 5)
+    share the axes, with the behaviour-cloning baselines as dashed lines."""
+    envs = list(config["envs"])
+    final = {name: agentgym.load_scores(metric_files(name, m.final_round))
+             for name, m in methods.items()}  # fmt: skip
+    table = [(row.title, m.kind.name, final[name])
+             for row, (name, m) in zip(rows, methods.items(), strict=True)]  # fmt: skip
+    agentgym.write_table3(table, envs, config["model"]["name"],
+                          outputs["table3_md"], outputs["table3_csv"])  # fmt: skip
+    if "iterations" not in outputs:
+        return
+    titles = {
+        **ENV_TITLES,
+        "avg": "Mean over envs",
+        **{r.method: r.title for r in rows},
+    }
+    curves = {name: {r: agentgym.load_scores(metric_files(name, r)) for r in m.eval_rounds}
+              for name, m in methods.items() if m.kind.iterative}  # fmt: skip
+    static = {name: final[name] for name in methods if name not in curves}
+    figures.success_curves(curves, static, [*envs, "avg"], titles, outputs["iterations"],
+                           ylabel="AgentGym score", xlabel="iteration")  # fmt: skip
 
 
 def _row_order(name: str, method: Method) -> tuple[int, int, str]:

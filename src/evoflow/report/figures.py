@@ -30,11 +30,14 @@ def success_curves(
     panels: Sequence[str],
     titles: Mapping[str, str],
     path: str | Path,
+    ylabel: str = "success rate (%)",
+    xlabel: str = "round",
 ) -> None:
     """Success vs round, one panel per env plus the pooled average.
 
-    ``curves`` are per-round series of federated methods; ``baselines`` are
-    static methods (one value per panel), drawn as dashed horizontal lines.
+    ``curves`` are per-round series of federated (or iterative) methods;
+    ``baselines`` are static methods (one value per panel), drawn as dashed
+    horizontal lines.
     """
     from matplotlib.ticker import MaxNLocator
 
@@ -49,12 +52,12 @@ def success_curves(
             if panel in values:
                 ax.axhline(values[panel], linestyle="--", linewidth=1, label=titles.get(name, name),
                            color=f"C{len(curves) + list(baselines).index(name)}")  # fmt: skip
-        ax.set_title("Avg (pooled)" if panel == "avg" else titles.get(panel, panel))
-        ax.set_xlabel("round")
+        ax.set_title(titles.get(panel, panel))
+        ax.set_xlabel(xlabel)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylim(-2, 102)
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("success rate (%)")
+    axes[0].set_ylabel(ylabel)
     handles, labels = axes[0].get_legend_handles_labels()
     figure.legend(
         handles,

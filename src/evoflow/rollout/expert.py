@@ -66,7 +66,7 @@ def trajectory_episode(
 
 def expert_demos(
     env_name: str,
-    n_tasks: int,
+    n_tasks: int | None,
     experiment: str,
     seed: int,
     max_turns: int | None = None,
@@ -76,7 +76,8 @@ def expert_demos(
     Parameters
     ----------
     n_tasks
-        demonstrations wanted. The expert plays ``n_tasks`` training tasks drawn
+        demonstrations wanted (None: one per training task, tried once each).
+        The expert plays ``n_tasks`` training tasks drawn
         with the seed; a task it does not finish successfully within the cap is
         not kept and is replaced by the next task of a seeded order of the
         other training tasks, at most ``SPARE_TRIES`` times ``n_tasks`` tries in
@@ -86,9 +87,23 @@ def expert_demos(
         own), which is also each demonstration's horizon.
     """
     env, fresh = make_env(env_name), make_env(env_name)
+    try:
+        return _verified_demos(env, fresh, n_tasks, experiment, seed, max_turns)
+    finally:
+        for made in (env, fresh):
+            if hasattr(made, "close"):
+                made.close()
+
+
+def _verified_demos(
+    env, fresh, n_tasks: int | None, experiment: str, seed: int, max_turns: int | None
+) -> list[Episode]:
+    env_name = env.name
     horizon = max_turns or env.max_turns
+    train = env.task_ids("train")
+    n_tasks = len(train) if n_tasks is None else n_tasks
     episodes, tried = [], 0
-    for task in _candidate_tasks(env.task_ids("train"), n_tasks, seed, env_name):
+    for task in _candidate_tasks(train, n_tasks, seed, env_name):
         if len(episodes) == n_tasks or tried == SPARE_TRIES * n_tasks:
             break
         tried += 1
@@ -145,7 +160,7 @@ def _candidate_tasks(tasks: list[str], n: int, seed: int, env_name: str):
 def write_demos(
     output: str | Path,
     env_name: str,
-    n_tasks: int,
+    n_tasks: int | None,
     experiment: str,
     seed: int,
     config_hash: str,
@@ -175,11 +190,11 @@ def write_demos(
 def file_demos(
     demos_file: str,
     env_name: str,
-    n_tasks: int,
+    n_tasks: int | None,
     experiment: str,
     max_turns: int | None = None,
 ) -> list[Episode]:
-    """The first ``n_tasks`` (0: all) AgentTraj items of ``env_name`` that fit the cap.
+    """The first ``n_tasks`` (0 or None: all) AgentTraj items of ``env_name`` that fit the cap.
 
     Items with more trained turns than ``max_turns`` are left out; the kept ones
     get the cap as their horizon.
