@@ -88,3 +88,23 @@ def test_openai_requests_ask_for_thinking_off(run_app, kwargs, sent):
 
     # Assert
     assert bodies[0].get("chat_template_kwargs") == sent
+
+
+def test_a_format_that_asks_for_thinking_gets_an_open_prompt(qwen3_tokenizer, run_app):
+    # Prepare: a reply format's template options travel in SamplingParams
+    thinking = SamplingParams(max_new_tokens=4, template=(("enable_thinking", True),))
+    bodies: list[dict] = []
+    policy = OpenAIPolicy("m", base_url=run_app(recording_app(bodies)))
+
+    # Execute
+    ids = prompt_ids(qwen3_tokenizer, CHAT, thinking.template)
+    try:
+        policy.generate([CHAT], thinking)
+    finally:
+        policy.close()
+
+    # Assert: no closed think block, and the server is asked for thinking too
+    assert qwen3_tokenizer.decode(ids) == QWEN3_PROMPT.removesuffix(
+        "<think>\n\n</think>\n\n"
+    )
+    assert bodies[0]["chat_template_kwargs"] == {"enable_thinking": True}

@@ -126,3 +126,26 @@ def test_overlong_replies_are_invalid_not_crashes():
 def test_sampling_params_are_checked():
     with pytest.raises(ValueError, match="temperature"):
         SamplingParams(temperature=-1)
+
+
+def test_prompts_are_rendered_with_the_reply_formats_template_options(monkeypatch):
+    # Prepare: a format that lets the model think, beside the default ReAct
+    from evoflow.envs import formats
+
+    thinking = formats.ReAct("react_thinking", "Think, then act.", "Act.",
+                             chat_template=(("enable_thinking", True),))  # fmt: skip
+    monkeypatch.setitem(formats.REPLY_FORMATS, "react_thinking", thinking)
+    seen: list[tuple] = []
+
+    class Recorder(Babbler):
+        def generate(self, chats, params, adapter=None, seeds=None, keys=None):
+            seen.append(params.template)
+            return super().generate(chats, params, adapter, seeds, keys)
+
+    # Execute
+    for name in (None, "react_thinking"):
+        rollout(Recorder(), lambda: make_env("maze"), ["0"],
+                spec(horizon=1, reply_format=name), progress=False)  # fmt: skip
+
+    # Assert
+    assert seen == [(("enable_thinking", False),), (("enable_thinking", True),)]

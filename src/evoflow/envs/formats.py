@@ -2,9 +2,11 @@
 
 A format has the instructions that close every system prompt, ``parse`` (the
 action of a reply, or why there is none — never an exception), ``render`` (a
-reply in the format, for expert demonstrations) and the hint that closes the
-observation of an unusable reply. An env names its format (``TextEnv.
-reply_format``); a rollout may override it (``RolloutSpec.reply_format``).
+reply in the format, for expert demonstrations), the hint that closes the
+observation of an unusable reply, and the chat-template options its prompts are
+rendered with (``chat_template``; both formats turn Qwen3's thinking off). An
+env names its format (``TextEnv.reply_format``); a rollout may override it
+(``RolloutSpec.reply_format``).
 
 ``react`` — a ``Thought:`` line and one single-line ``Action:`` (every env today).
 ``code`` — a short plan, then one fenced code block whose whole body is the
@@ -27,11 +29,17 @@ class ParsedReply:
     problem: str | None = None
 
 
+# Chat-template keyword arguments when acting: templates with a thinking switch
+# (Qwen3) close an empty think block; templates without one ignore the option.
+NO_THINKING = (("enable_thinking", False),)
+
+
 @dataclass(frozen=True)
 class ReplyFormat:
     name: str
     instructions: str
     retry_hint: str  # closes the observation of an unusable reply
+    chat_template: tuple[tuple[str, object], ...] = NO_THINKING  # template kwargs
 
     def parse(self, text: str) -> ParsedReply:
         raise NotImplementedError

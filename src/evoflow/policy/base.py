@@ -10,12 +10,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from evoflow.envs.formats import NO_THINKING
 from evoflow.errors import EvoflowError
 
 Chat = list[dict[str, str]]
-# Rendering options for answering: templates with a thinking switch (Qwen3) close
+# Rendering options for answering, unless the reply format says otherwise
+# (``SamplingParams.template``): templates with a thinking switch (Qwen3) close
 # an empty think block in the prompt; templates without one ignore the option.
-ACTING_TEMPLATE_KWARGS = {"enable_thinking": False}
+ACTING_TEMPLATE_KWARGS = dict(NO_THINKING)
 # One adapter for the whole batch, or one per chat; None is the base model.
 Adapters = str | None | Sequence[str | None]
 FINISH_REASONS = ("stop", "length", "context")
@@ -37,6 +39,7 @@ class SamplingParams:
     top_p: float = 1.0
     max_new_tokens: int = 128
     max_reply_bytes: int = 8_192
+    template: tuple[tuple[str, object], ...] = NO_THINKING  # chat-template kwargs
 
     def __post_init__(self) -> None:
         if self.temperature < 0:
@@ -135,9 +138,10 @@ def per_row(adapter: Adapters, rows: int) -> list[str | None]:
     return adapters
 
 
-def prompt_ids(tokenizer, chat: Chat) -> list[int]:
-    """Token ids of ``chat`` rendered to be answered (generation prompt, no thinking)."""
+def prompt_ids(tokenizer, chat: Chat, template=NO_THINKING) -> list[int]:
+    """Token ids of ``chat`` rendered to be answered (generation prompt), with
+    the chat-template options ``template`` (``SamplingParams.template``)."""
     encoded = tokenizer.apply_chat_template(
-        chat, add_generation_prompt=True, tokenize=True, **ACTING_TEMPLATE_KWARGS
+        chat, add_generation_prompt=True, tokenize=True, **dict(template)
     )
     return list(encoded["input_ids"] if isinstance(encoded, Mapping) else encoded)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from evoflow.envs.formats import NO_THINKING
 from evoflow.policy.adapters import adapter_digest
 from evoflow.policy.attention import attention_implementation
 from evoflow.policy.base import (
@@ -33,6 +34,7 @@ from evoflow.policy.base import (
     PolicyError,
     SamplingParams,
     per_row,
+    prompt_ids,
     truncate_reply,
 )
 from evoflow.policy.decoding import decode
@@ -114,7 +116,7 @@ class HFPolicy(Policy):
         seeds = seeds or [0] * len(chats)
         keys = keys if (keys and self.reuse_cache) else [None] * len(chats)
         tags = [self._tag(a) for a in per_row(adapter, len(chats))]
-        prompts = [self.encode(chat) for chat in chats]
+        prompts = [self.encode(chat, params.template) for chat in chats]
         results: list[Generation | None] = [None] * len(chats)
         room = [
             i
@@ -147,12 +149,10 @@ class HFPolicy(Policy):
         self._merged = None
         self.model = self.base = None  # type: ignore[assignment]
 
-    def encode(self, chat: Chat) -> list[int]:
-        """Token ids of a chat rendered with the model's template, ready to answer."""
-        encoded = self.tokenizer.apply_chat_template(
-            chat, add_generation_prompt=True, tokenize=True, enable_thinking=False
-        )
-        return list(encoded["input_ids"] if hasattr(encoded, "keys") else encoded)
+    def encode(self, chat: Chat, template=NO_THINKING) -> list[int]:
+        """Token ids of a chat rendered with the model's template, ready to answer
+        (``template``: the chat-template options, ``SamplingParams.template``)."""
+        return prompt_ids(self.tokenizer, chat, template)
 
     # --- adapters ----------------------------------------------------------
 

@@ -57,7 +57,8 @@ class OpenAIPolicy(Policy):
     timeout, retries, backoff
         per-request timeout (s), extra attempts, first retry delay (s).
     chat_template_kwargs
-        sent with every request (default: thinking off); None sends nothing.
+        sent with every request, under the sampling's own (``SamplingParams.
+        template``, the reply format's: thinking off); None sends nothing.
     """
 
     def __init__(
@@ -77,7 +78,9 @@ class OpenAIPolicy(Policy):
         self.base_url = base_url.rstrip("/")
         self._retries = retries
         self._backoff = backoff
-        self._template_kwargs = dict(chat_template_kwargs or {})
+        self._template_kwargs = (
+            None if chat_template_kwargs is None else dict(chat_template_kwargs)
+        )
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.Client(
             base_url=self.base_url,
@@ -123,8 +126,11 @@ class OpenAIPolicy(Policy):
         }
         if seed is not None:
             body["seed"] = int(seed) % (2**31)
-        if self._template_kwargs:
-            body["chat_template_kwargs"] = self._template_kwargs
+        if self._template_kwargs is not None:
+            body["chat_template_kwargs"] = {
+                **self._template_kwargs,
+                **dict(params.template),
+            }
         data = self._post("/v1/chat/completions", body)
         try:
             choice = data["choices"][0]

@@ -80,7 +80,7 @@ class VLLMPolicy(Policy):
 
         seeds = seeds or [0] * len(chats)
         adapters = per_row(adapter, len(chats))
-        prompts = [prompt_ids(self._tokenizer, chat) for chat in chats]
+        prompts = [prompt_ids(self._tokenizer, chat, params.template) for chat in chats]
         results: list[Generation | None] = [None] * len(chats)
         room = [
             i

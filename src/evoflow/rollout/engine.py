@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tqdm import tqdm
 
@@ -191,8 +191,8 @@ def _start(env: TextEnv, job: Job) -> _Live:
 def _turn(policy: Policy, live: list[_Live], pool: ThreadPoolExecutor) -> None:
     groups: dict[SamplingParams, list[_Live]] = {}
     for episode in live:  # rows may mix adapters; sampling settings are per call
-        groups.setdefault(episode.job.spec.sampling, []).append(episode)
-    for members in groups.values():
+        groups.setdefault(_sampling(episode), []).append(episode)
+    for params, members in groups.items():
         chats = [
             [{"role": m.role, "content": m.content} for m in e.messages]
             for e in members
@@ -200,7 +200,8 @@ def _turn(policy: Policy, live: list[_Live], pool: ThreadPoolExecutor) -> None:
         seeds = [derive_seed(e.job.spec.seed, e.episode_id, e.turns) for e in members]
         keys = [e.episode_id for e in members]
         adapters = [e.job.spec.adapter for e in members]
-        replies = _generate(policy, chats, members[0].job.spec, adapters, seeds, keys)
+        spec = members[0].job.spec
+        replies = _generate(policy, chats, spec, params, adapters, seeds, keys)
         if len(members) > 1:
             steps = list(pool.map(_act, members, replies))
         else:
@@ -209,13 +210,26 @@ def _turn(policy: Policy, live: list[_Live], pool: ThreadPoolExecutor) -> None:
             _record(episode, reply, step)
 
 
+def _sampling(episode: _Live) -> SamplingParams:
+    """The spec's sampling, rendered with the reply format's template options."""
+    spec = episode.job.spec
+    template = reply_format(spec.reply_format or episode.env.reply_format).chat_template
+    return replace(spec.sampling, template=template)
+
+
 def _generate(
-    policy: Policy, chats, spec: RolloutSpec, adapters, seeds, keys
+    policy: Policy,
+    chats,
+    spec: RolloutSpec,
+    params: SamplingParams,
+    adapters,
+    seeds,
+    keys,
 ) -> list[Generation]:
     """One batched generation; a backend failure is retried once, then raised."""
     for attempt in (1, 2):
         try:
-            return policy.generate(chats, spec.sampling, adapters, seeds, keys)
+            return policy.generate(chats, params, adapters, seeds, keys)
         except PolicyError as exc:
             if attempt == 2:
                 raise PolicyError(
