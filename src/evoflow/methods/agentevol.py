@@ -17,8 +17,10 @@ the paper's choice as default (``AgentEvolSettings``; config ``agentevol:``,
 per method ``methods.<name>.agentevol:``):
 
 * ``explore_temperature`` 0.7 (the script explores greedily: 0);
-* ``filter`` ``reward>=1`` — the binary filter "r < 1 is dropped" (the script
-  keeps reward > 0.99, BabyAI any success);
+* ``filter`` ``reward>=1`` — the binary filter "r < 1 is dropped". BabyAI's
+  reward is discounted, below 1 even on success, so this drops every BabyAI
+  success; the script keeps reward > 0.99, BabyAI > 0 and SciWorld score > 99,
+  which are exactly evoflow's success flags: ``filter: success``;
 * ``merge`` ``paper``: D_m = expert set ∪ successes of iteration m only; the
   script appends to the previous iteration's file (``accumulate``);
 * ``init_from`` ``backbone``: every iteration trains from the initial model
