@@ -204,3 +204,15 @@ def test_workflow_refuses_a_bad_config_before_any_job(tmp_path, model, message):
     # Assert
     assert run.returncode != 0
     assert message in run.stdout + run.stderr
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for p in (ROOT / "config").rglob("*.yaml") if p.name != "calibration.yaml"),
+    ids=lambda p: str(p.relative_to(ROOT / "config")),
+)
+def test_every_shipped_experiment_config_validates(path):
+    from evoflow.methods import methods_from_config
+
+    config = validate_config(yaml.safe_load(path.read_text()), source=str(path))
+    assert methods_from_config(config)
