@@ -11,8 +11,12 @@ explorations, iteration 1 16 of 32 (held-out goals stay flat at this scale,
 10 → 9 of 31, which is why the guard measures the explored goals: AgentGym's
 loop improves the agent where it found successes first).
 
-Broken once on purpose, each in a clone (numbers in the closing note): the
-kept explorations left out of D_1, and the filter inverted (failures kept).
+Broken once on purpose, each in a clone: with the kept explorations left out
+of D_1 it failed (4 before, 4 after); with the filter inverted (27 failures
+kept) the agent still gained (4 → 7: failed episodes at this scale still teach
+the action format), so the test also checks what D_1 holds — the demos and the
+explorations that succeeded, nothing else — and with that check the inverted
+filter fails.
 """
 
 from __future__ import annotations
@@ -27,7 +31,12 @@ from evoflow.rollout.engine import Job, RolloutSpec, play
 from evoflow.rollout.expert import trajectory_episode
 from evoflow.seeding import choose
 from evoflow.store import ShardMeta
-from evoflow.store.manifest import build_buffer, merge_manifests, write_shards_manifest
+from evoflow.store.manifest import (
+    build_buffer,
+    load_episodes,
+    merge_manifests,
+    write_shards_manifest,
+)
 from evoflow.store.shards import write_shard
 from evoflow.train.run import train_from_manifest
 
@@ -87,6 +96,10 @@ def test_one_agentevol_iteration_improves_the_explored_goals(tmp_path):
     buffer = build_buffer(tmp_path / "buffer.json", demos, tmp_path / "explore.parquet",
                           select=settings.filter)  # fmt: skip
     merge_manifests(tmp_path / "dataset.json", [tmp_path / "buffer.json"])
+    dataset = load_episodes(tmp_path / "dataset.json", columns=["success"])
+    found = sum(e.success for e in explored)
+    assert dataset.num_rows == DEMOS + found, "D_1 must be the demos and the successes"
+    assert all(dataset["success"].to_pylist()), "D_1 holds a failed episode"
     train_from_manifest(tmp_path / "dataset.json", MODEL, tmp_path / "agent1", SFT,
                         progress=False)  # fmt: skip
 
