@@ -88,22 +88,7 @@ def build_report(
     write_tables(rows, outputs["table_md"], outputs["table_csv"], outputs["table_tex"],
                  reference, _note(config, methods), companion)  # fmt: skip
 
-    titles = {**ENV_TITLES, "avg": "Avg (pooled)", **{r.method: r.title for r in rows}}
-    base = next((r for r in rows if r.method == "pretrained"), None)
-    curves, static = {}, {}
-    for row, (name, method) in zip(rows, methods.items(), strict=True):
-        if method.kind.federated or method.kind.iterative:
-            series = {
-                r: _panel(load_row(name, "", metric_files(name, r)))
-                for r in method.eval_rounds
-            }
-            if base is not None:  # an iterative method's round 0 is its own base
-                series.setdefault(0, _panel(base))
-            curves[name] = series
-        else:
-            static[name] = _panel(row)
-    figures.success_curves(curves, static, [*envs, "avg"], titles, outputs["curves"])
-
+    _success_figure(methods, rows, envs, metric_files, outputs["curves"])
     if "ablations" in outputs:
         bars = {r.title: r.pooled or 0.0 for r, m in zip(rows, methods.values(), strict=True)
                 if m.kind.name in ABLATION_KINDS}  # fmt: skip
@@ -125,6 +110,26 @@ def build_report(
         _agentgym_report(config, methods, rows, metric_files, outputs)
     log.info("report: %d methods, %d envs", len(rows), len(envs))
     return rows
+
+
+def _success_figure(methods, rows, envs, metric_files, path) -> None:
+    """Success by round: federated and iterative methods as curves (from
+    Pre-Trained at round 0 when it is a row), the others as dashed lines."""
+    titles = {**ENV_TITLES, "avg": "Avg (pooled)", **{r.method: r.title for r in rows}}
+    base = next((r for r in rows if r.method == "pretrained"), None)
+    curves, static = {}, {}
+    for row, (name, method) in zip(rows, methods.items(), strict=True):
+        if method.kind.federated or method.kind.iterative:
+            series = {
+                r: _panel(load_row(name, "", metric_files(name, r)))
+                for r in method.eval_rounds
+            }
+            if base is not None:  # an iterative method's round 0 is its own base
+                series.setdefault(0, _panel(base))
+            curves[name] = series
+        else:
+            static[name] = _panel(row)
+    figures.success_curves(curves, static, [*envs, "avg"], titles, path)
 
 
 def _agentgym_report(config, methods, rows, metric_files, outputs) -> None:

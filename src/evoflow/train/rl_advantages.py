@@ -1,0 +1,142 @@
+"""Advantage estimators and the token losses of multi-turn RL, as pure functions.
+
+Shapes: ``rewards`` is one outcome reward per trajectory ``[B]``; ``groups``
+the id of the task each trajectory sampled ``[B]`` (GRPO / RLOO groups);
+token tensors are ``[B, T]`` with ``mask`` 1 on the assistant tokens that
+train (observations and padding 0). The outcome reward sits on the last
+assistant token of its trajectory (AgentGym-RL's layout). Formulas follow
+veRL as AgentGym-RL uses it (``../shared/FACTS.md``):
+
+* GRPO: A_i = (r_i − mean_g) / (std_g + ε), unbiased std, ε = 1e-6; a group of
+  one has mean 0 and std 1 (A = r); a group whose rewards are all equal gets 0.
+* RLOO: A_i = r_i − mean of the other samples of its group (r_i alone: A = r).
+* REINFORCE++: return G_t = Σ_{k≥t} r_k (γ = 1) of the token rewards, whitened
+  over every valid token of the batch.
+* PPO: GAE over token rewards and values (γ, λ).
+
+Trajectory advantages are broadcast to their assistant tokens by
+:func:`broadcast`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+EPS = 1e-6
+KL_CLAMP = 10.0
+
+
+def _by_group(groups: torch.Tensor) -> list[torch.Tensor]:
+    return [torch.nonzero(groups == g).flatten() for g in torch.unique(groups)]
+
+
+def grpo(rewards: torch.Tensor, groups: torch.Tensor, eps: float = EPS) -> torch.Tensor:
+    """Group-normalised outcome advantages, one per trajectory."""
+    rewards = rewards.to(torch.float64)
+    advantages = torch.empty_like(rewards)
+    for members in _by_group(groups):
+        r = rewards[members]
+        if len(members) == 1:
+            mean, std = torch.zeros(()), torch.ones(())
+        else:
+            mean, std = r.mean(), r.std(unbiased=True)
+        advantages[members] = (r - mean) / (std + eps)
+    return advantages.to(torch.float32)
+
+
+def rloo(rewards: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+    """Leave-one-out advantages: each reward minus the mean of its group's others."""
+    rewards = rewards.to(torch.float64)
+    advantages = rewards.clone()
+    for members in _by_group(groups):
+        n = len(members)
+        if n > 1:
+            r = rewards[members]
+            advantages[members] = r - (r.sum() - r) / (n - 1)
+    return advantages.to(torch.float32)
+
+
+def outcome_token_rewards(rewards: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``[B, T]`` zeros with each trajectory's reward on its last masked token."""
+    token_rewards = torch.zeros(mask.shape, dtype=torch.float32)
+    positions = torch.arange(mask.shape[1]).expand_as(mask)
+    last = torch.where(mask.bool(), positions, -1).max(dim=1).values
+    rows = torch.nonzero(last >= 0).flatten()
+    token_rewards[rows, last[rows]] = rewards[rows].to(torch.float32)
+    return token_rewards
+
+
+def masked_whiten(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(values − mean) / sqrt(var + 1e-8) over the masked entries (unbiased var)."""
+    mask = mask.to(values.dtype)
+    n = mask.sum()
+    mean = (values * mask).sum() / n
+    var = (((values - mean) ** 2) * mask).sum() / (n - 1).clamp(min=1)
+    return (values - mean) * torch.rsqrt(var + 1e-8) * mask
+
+
+def reinforce_pp(token_rewards: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Whitened reward-to-go (γ = 1) of every valid token, ``[B, T]``."""
+    masked = token_rewards * mask
+    returns = masked.flip(1).cumsum(1).flip(1)
+    return masked_whiten(returns, mask)
+
+
+def gae(
+    token_rewards: torch.Tensor,
+    values: torch.Tensor,
+    mask: torch.Tensor,
+    gamma: float = 1.0,
+    lam: float = 1.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalised advantage estimates and returns over the masked tokens.
+
+    Unmasked tokens (observations) are skipped: the next value of a token is the
+    value of the next *masked* token of its trajectory (0 after the last one).
+    """
+    batch, length = mask.shape
+    advantages = torch.zeros(batch, length)
+    next_value = torch.zeros(batch)
+    running = torch.zeros(batch)
+    for t in reversed(range(length)):
+        on = mask[:, t].bool()
+        delta = token_rewards[:, t] + gamma * next_value - values[:, t]
+        running = torch.where(on, delta + gamma * lam * running, running)
+        advantages[:, t] = torch.where(on, running, torch.zeros(batch))
+        next_value = torch.where(on, values[:, t], next_value)
+    return advantages, (advantages + values) * mask
+
+
+def broadcast(advantages: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Per-trajectory advantages on every masked token, ``[B, T]``."""
+    return advantages[:, None].to(torch.float32) * mask
+
+
+def low_var_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
+    """k3 estimator of KL(π_θ ‖ π_ref) per token: e^k − k − 1, k = ref − θ,
+    clamped to [−10, 10]."""
+    k = ref_logp - logp
+    return (torch.exp(k) - k - 1).clamp(-KL_CLAMP, KL_CLAMP)
+
+
+def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    return (values * mask).sum() / mask.sum().clamp(min=1)
+
+
+def clipped_policy_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip: float = 0.2,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """PPO's clipped surrogate (masked token mean) and the clipped fraction."""
+    ratio = torch.exp(logp - old_logp)
+    unclipped = ratio * advantages
+    clipped = ratio.clamp(1 - clip, 1 + clip) * advantages
+    loss = masked_mean(-torch.minimum(unclipped, clipped), mask)
+    fraction = masked_mean((clipped < unclipped).to(logp.dtype), mask)
+    return loss, fraction
+
+
+ESTIMATORS = ("grpo", "reinforce_pp", "rloo", "ppo")
