@@ -208,7 +208,9 @@ def test_workflow_refuses_a_bad_config_before_any_job(tmp_path, model, message):
 
 @pytest.mark.parametrize(
     "path",
-    sorted(p for p in (ROOT / "config").rglob("*.yaml") if p.name != "calibration.yaml"),
+    sorted(
+        p for p in (ROOT / "config").rglob("*.yaml") if p.name != "calibration.yaml"
+    ),
     ids=lambda p: str(p.relative_to(ROOT / "config")),
 )
 def test_every_shipped_experiment_config_validates(path):

@@ -18,7 +18,6 @@ def test_defaults_are_agentgym_rls():
     "change, named",
     [
         ({"estimator": "a2c"}, "estimator"),
-        ({"kl_in": "both"}, "kl_in"),
         ({"samples_per_task": 1}, "compares samples"),
         ({"learning_rate": 0}, "learning_rate"),
         ({"lam": 1.5}, "lam"),

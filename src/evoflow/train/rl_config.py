@@ -7,8 +7,6 @@ from dataclasses import asdict, dataclass, field
 
 from evoflow.train.rl_advantages import ESTIMATORS
 
-KL_PLACES = ("loss", "reward")
-
 
 @dataclass
 class RLConfig:
@@ -16,7 +14,7 @@ class RLConfig:
 
     Defaults follow AgentGym-RL: GRPO, lr 1e-6, 8 samples per task at
     temperature 1.0, KL to the reference (the base model, the adapter disabled)
-    as a low-variance loss term with coefficient 1e-3, PPO clip 0.2, entropy
+    as a low-variance loss term (as veRL's GRPO) with coefficient 1e-3, PPO clip 0.2, entropy
     bonus 1e-3, gradient clipping 1.0, one update epoch per batch.
     """
 
@@ -34,14 +32,6 @@ class RLConfig:
     temperature: float = field(default=1.0, metadata={"help": "Rollout temperature."})
     clip: float = field(default=0.2, metadata={"help": "PPO ratio clip ε."})
     kl_coef: float = field(default=1e-3, metadata={"help": "KL-to-reference weight."})
-    kl_in: str = field(
-        default="loss",
-        metadata={
-            "help": "Where the KL goes: a loss term (GRPO in veRL) or a per-token "
-            "reward penalty (REINFORCE++'s option).",
-            "choices": KL_PLACES,
-        },
-    )
     entropy_coef: float = field(default=1e-3, metadata={"help": "Entropy bonus."})
     gamma: float = field(default=1.0, metadata={"help": "Discount (PPO's GAE)."})
     lam: float = field(default=1.0, metadata={"help": "GAE λ (PPO)."})
@@ -66,8 +56,6 @@ class RLConfig:
             raise ValueError(
                 f"estimator must be one of {', '.join(ESTIMATORS)}, got {self.estimator!r}"
             )
-        if self.kl_in not in KL_PLACES:
-            raise ValueError(f"kl_in must be loss or reward, got {self.kl_in!r}")
         for name in (
             "samples_per_task",
             "tasks_per_step",

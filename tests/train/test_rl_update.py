@@ -1,0 +1,100 @@
+"""One RL update moves the policy the way the advantages say."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from peft import LoraConfig, get_peft_model
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from evoflow.envs import make_env
+from evoflow.policy.base import SamplingParams
+from evoflow.policy.hf import HFPolicy
+from evoflow.policy.models import resolve_model
+from evoflow.rollout.engine import RolloutSpec, rollout
+from evoflow.train.rl_config import RLConfig
+from evoflow.train.rl_data import TurnSequence, collate, token_logprobs, turn_sequences
+from evoflow.train.rl_update import token_advantages, update
+
+
+@pytest.fixture(scope="module")
+def sampled():
+    policy = HFPolicy("tiny-random-llama", max_context=1024, dtype="float32")
+    spec = RolloutSpec(experiment="t", method="rl", split="train", source="explore",
+                       horizon=1, samples=1, seed=11,
+                       sampling=SamplingParams(temperature=1.0, max_new_tokens=6))  # fmt: skip
+    episodes = rollout(
+        policy, lambda: make_env("maze"), ["0", "1"], spec, progress=False
+    )
+    return collate(turn_sequences(policy.tokenizer, episodes), pad_id=0)
+
+
+def lora_model():
+    torch.manual_seed(0)
+    base = AutoModelForCausalLM.from_pretrained(
+        resolve_model("tiny-random-llama"), torch_dtype=torch.float32
+    )
+    lora = LoraConfig(r=8, lora_alpha=16, target_modules="all-linear", lora_dropout=0.0)
+    return get_peft_model(base, lora)
+
+
+REWARDS, GROUPS = (
+    torch.tensor([1.0, -1.0]),
+    torch.tensor([0, 1]),
+)  # two tasks, one sample each
+
+
+def test_advantages_broadcast_to_each_trajectorys_generated_tokens(sampled):
+    # GRPO: a sample alone in its group keeps its reward as advantage
+    advantages = token_advantages(sampled, REWARDS, GROUPS, "grpo")
+    for row in range(2):
+        values = advantages[row][sampled.loss_mask[row].bool()]
+        expected = float(REWARDS[sampled.trajectory[row]])
+        assert values.tolist() == pytest.approx([expected] * len(values))
+    assert (advantages[sampled.loss_mask == 0] == 0).all()
+
+
+def two_replies(model, tokenizer):
+    """One prompt answered two ways ("left" / "right"), with the model's own
+    log-probs as the sampling ones (ratio 1 before the update)."""
+    prompt = tokenizer.apply_chat_template([{"role": "user", "content": "Which way?"}],
+                                           add_generation_prompt=True)  # fmt: skip
+    prompt = list(prompt["input_ids"] if hasattr(prompt, "keys") else prompt)
+    sequences = []
+    for k, word in enumerate(("left", "right")):
+        reply = tokenizer(word, add_special_tokens=False)["input_ids"]
+        sequences.append(
+            TurnSequence(prompt + reply, len(prompt), [0.0] * len(reply), k)
+        )
+    batch = collate(sequences, pad_id=0)
+    with torch.no_grad():
+        batch.old_logprobs = token_logprobs(model, batch) * batch.loss_mask
+    return batch
+
+
+@pytest.mark.parametrize("estimator", ["grpo", "rloo", "reinforce_pp"])
+def test_an_update_raises_the_rewarded_reply_and_lowers_the_other(estimator):
+    # Prepare: "left" rewarded, "right" not, as two samples of one task
+    model = lora_model()
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model("tiny-random-llama"))
+    batch = two_replies(model, tokenizer)
+    config = RLConfig(estimator=estimator, samples_per_task=2, learning_rate=1e-2,
+                      kl_coef=1e-3, entropy_coef=0.0, micro_batch=1)  # fmt: skip
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
+                                  lr=config.learning_rate)  # fmt: skip
+    advantages = token_advantages(batch, torch.tensor([1.0, 0.0]), torch.tensor([0, 0]),
+                                  estimator)  # fmt: skip
+
+    def reply_logp() -> list[float]:
+        with torch.no_grad():
+            logp = token_logprobs(model, batch)
+        return [float((logp[r] * batch.loss_mask[r]).sum()) for r in range(2)]
+
+    # Execute
+    before = reply_logp()
+    stats = update(model, optimizer, batch, advantages, config)
+    after = reply_logp()
+
+    # Assert
+    assert after[0] > before[0] and after[1] < before[1]
+    assert stats.tokens == int(batch.loss_mask.sum()) and stats.clip_fraction == 0.0
