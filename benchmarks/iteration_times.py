@@ -42,17 +42,20 @@ def main() -> None:
     seen = set()
     for path, rule, start, took in recorded_jobs(args.metadata):
         match = pattern.match(path)
-        key = (rule, start)  # a job with several outputs counts once
-        if match is None or key in seen:
+        if match is None:
+            continue
+        group = (match.group(1), int(match.group(2)))
+        # a job with several outputs counts once (their start times differ by ms)
+        key = (rule, group, round(start))
+        if key in seen:
             continue
         seen.add(key)
-        group = (match.group(1), int(match.group(2)))
         seconds[group] += took
         rules[group].add(rule)
     print(f"{'method':<22} {'round':>5} {'minutes':>8}  jobs")
-    for (method, round), took in sorted(seconds.items()):
-        jobs = ", ".join(sorted(rules[(method, round)]))
-        print(f"{method:<22} {round:>5} {took / 60:>8.1f}  {jobs}")
+    for (method, index), took in sorted(seconds.items()):
+        jobs = ", ".join(sorted(rules[(method, index)]))
+        print(f"{method:<22} {index:>5} {took / 60:>8.1f}  {jobs}")
 
 
 if __name__ == "__main__":
