@@ -76,8 +76,7 @@ def split_ids(name: str, split: str, remote: dict[str, Any] | None = None) -> li
     try:
         return env.task_ids(split)
     finally:
-        if hasattr(env, "close"):
-            env.close()
+        env.close()
 
 
 __all__ = [

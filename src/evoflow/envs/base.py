@@ -148,6 +148,11 @@ class TextEnv(ABC):
         """Actions that make sense now (empty when the action space is open)."""
         return []
 
+    def close(self) -> None:
+        """Release what the environment holds (a server session, a simulator);
+        nothing for in-process games."""
+        return None
+
     @abstractmethod
     def expert_action(self) -> tuple[str, str]:
         """(thought, action) an expert takes in the current state."""

@@ -111,6 +111,4 @@ class SessionPool:
 
 def _release(session: Session) -> None:
     """Free what the session's environment holds (SciWorld's simulator, say)."""
-    close = getattr(session.env, "close", None)
-    if close is not None:
-        close()
+    session.env.close()

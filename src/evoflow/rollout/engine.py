@@ -166,8 +166,7 @@ def play(
         pool.shutdown(wait=True)
         bar.close()
         for env in made:
-            if hasattr(env, "close"):
-                env.close()
+            env.close()
     finished.sort(key=lambda e: order[id(e.job)])
     return [_to_episode(e, policy.model_id) for e in finished]
 

@@ -90,9 +90,8 @@ def expert_demos(
     try:
         return _verified_demos(env, fresh, n_tasks, experiment, seed, max_turns)
     finally:
-        for made in (env, fresh):
-            if hasattr(made, "close"):
-                made.close()
+        env.close()
+        fresh.close()
 
 
 def _verified_demos(

@@ -93,11 +93,20 @@ def collate(sequences: list[TurnSequence], pad_id: int) -> RLBatch:
     return batch
 
 
-def token_logprobs(model, batch: RLBatch) -> torch.Tensor:
-    """log π(token_p | tokens_<p) at every position (0 at position 0), [N, L]."""
+def next_token_logprobs(model, batch: RLBatch) -> torch.Tensor:
+    """Log-softmax over the vocabulary after every position but the last, [N, L-1, V]."""
     logits = model(
         input_ids=batch.input_ids, attention_mask=batch.attention_mask
     ).logits
-    logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
-    picked = logp.gather(-1, batch.input_ids[:, 1:, None])[..., 0]
-    return torch.nn.functional.pad(picked, (1, 0))
+    return torch.log_softmax(logits[:, :-1].float(), dim=-1)
+
+
+def picked(logp_all: torch.Tensor, batch: RLBatch) -> torch.Tensor:
+    """log π(token_p | tokens_<p) at every position (0 at position 0), [N, L]."""
+    chosen = logp_all.gather(-1, batch.input_ids[:, 1:, None])[..., 0]
+    return torch.nn.functional.pad(chosen, (1, 0))
+
+
+def token_logprobs(model, batch: RLBatch) -> torch.Tensor:
+    """log π(token_p | tokens_<p) at every position (0 at position 0), [N, L]."""
+    return picked(next_token_logprobs(model, batch), batch)

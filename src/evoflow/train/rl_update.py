@@ -17,7 +17,13 @@ import torch
 
 from evoflow.train import rl_advantages as rl
 from evoflow.train.rl_config import RLConfig
-from evoflow.train.rl_data import RLBatch, collate, token_logprobs
+from evoflow.train.rl_data import (
+    RLBatch,
+    collate,
+    next_token_logprobs,
+    picked,
+    token_logprobs,
+)
 
 
 @dataclass(frozen=True)
@@ -41,9 +47,11 @@ def token_advantages(batch: RLBatch, rewards: torch.Tensor, groups: torch.Tensor
         per_trajectory = rl.grpo(rewards, groups)
     elif estimator == "rloo":
         per_trajectory = rl.rloo(rewards, groups)
-    elif estimator == "reinforce_pp":
-        returns = rewards.to(torch.float32)[batch.trajectory, None] * batch.loss_mask
-        return rl.masked_whiten(returns, batch.loss_mask)
+    elif estimator == "reinforce_pp":  # each turn's row ends on its trajectory's reward
+        token_rewards = rl.outcome_token_rewards(
+            rewards[batch.trajectory], batch.loss_mask
+        )
+        return rl.reinforce_pp(token_rewards, batch.loss_mask)
     else:
         raise ValueError(f"estimator {estimator!r} needs the trainer (value head)")
     return rl.broadcast(per_trajectory[batch.trajectory], batch.loss_mask)
@@ -73,13 +81,8 @@ def update(model, optimizer, batch: RLBatch, advantages: torch.Tensor,
 
 
 def _loss(model, batch: RLBatch, advantages: torch.Tensor, config: RLConfig):
-    logits = model(
-        input_ids=batch.input_ids, attention_mask=batch.attention_mask
-    ).logits
-    logp_all = torch.log_softmax(logits[:, :-1].float(), dim=-1)
-    logp = torch.nn.functional.pad(
-        logp_all.gather(-1, batch.input_ids[:, 1:, None])[..., 0], (1, 0)
-    )
+    logp_all = next_token_logprobs(model, batch)
+    logp = picked(logp_all, batch)
     entropy = torch.nn.functional.pad(-(logp_all.exp() * logp_all).sum(-1), (1, 0))
     mask = batch.loss_mask
     loss, clipped = rl.clipped_policy_loss(
