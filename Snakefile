@@ -18,6 +18,7 @@ include: "rules/explore.smk"
 include: "rules/train.smk"
 include: "rules/fedse.smk"
 include: "rules/agentevol.smk"
+include: "rules/rl.smk"
 include: "rules/evaluate.smk"
 include: "rules/report.smk"
 

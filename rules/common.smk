@@ -106,6 +106,18 @@ buffer_inputs = wired("buffer_inputs", "round", "env")
 previous_comm = wired("previous_comm", "round")
 
 
+def rl_span_inputs(wildcards):
+    method = method_of(wildcards)
+    return family(method).span_inputs(LAYOUT, method, int(wildcards.round))
+
+
+def rl_settings(wildcards):
+    """A span's params: the runtime settings, the kind and the RL options."""
+    method = method_of(wildcards)
+    settings = runtime_settings(ENVS, ["max_turns", "remote"])
+    return {**settings, "kind": method.kind.name, "options": method.options}
+
+
 def explore_sampling(method):
     return family(method).explore_sampling(method, config["generation"])
 

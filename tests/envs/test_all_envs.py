@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from evoflow.envs import REGISTRY, TaskError, make_env, play_expert, replay
-from evoflow.envs.base import REPLY_FORMAT
+from evoflow.envs.formats import reply_format
 from evoflow.envs.splits import render_splits, splits_path
 from tests.helpers import require_java
 
@@ -23,6 +23,7 @@ REQUIRED_EXPERT_SUCCESS = {
     "babyai": 0.95,
     # 199 of 200 with no cap; 141 of the gold paths fit AgentGym's 30 turns
     "sciworld": 0.70,
+    "doors": 1.0,
 }
 TEST_SIZES = {
     "babyai": 90,
@@ -31,6 +32,7 @@ TEST_SIZES = {
     "maze": 25,
     "wordle": 25,
     "sciworld": 200,
+    "doors": 20,
 }
 NAMES = sorted(REGISTRY)
 
@@ -96,7 +98,7 @@ def test_expert_demo_replays_identically(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_prompt_unknown_task_and_garbage_actions(name):
     env = make_env(name)
-    assert env.system_prompt.endswith(REPLY_FORMAT)
+    assert env.system_prompt.endswith(reply_format(env.reply_format).instructions)
     assert env.max_turns > 0
     with pytest.raises(TaskError):
         env.reset("no-such-task")

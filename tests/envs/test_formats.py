@@ -51,6 +51,20 @@ def test_code_reads_one_fenced_block(text, action, problem):
     assert (parsed.action, parsed.problem) == (action, problem)
 
 
+@pytest.mark.parametrize(
+    ("text", "action", "problem"),
+    [
+        ("  The left one, I think.\n", "The left one, I think.", None),
+        (" \n\n ", None, "the reply is empty"),
+    ],
+)
+def test_text_takes_the_whole_reply_and_keeps_a_cut_one(text, action, problem):
+    fmt = reply_format("text")
+    parsed = fmt.parse(text)
+    assert (parsed.action, parsed.problem) == (action, problem)
+    assert not fmt.needs_whole_reply and reply_format("react").needs_whole_reply
+
+
 @pytest.mark.parametrize("name", sorted(REPLY_FORMATS))
 def test_a_rendered_reply_parses_back_to_its_action(name):
     fmt = reply_format(name)
@@ -59,7 +73,7 @@ def test_a_rendered_reply_parses_back_to_its_action(name):
 
 
 def test_unknown_format_is_named():
-    with pytest.raises(ValueError, match="'yaml' is not one of react, code"):
+    with pytest.raises(ValueError, match="'yaml' is not one of react, code, text"):
         RolloutSpec("e", "m", "test", "eval", reply_format="yaml")
 
 

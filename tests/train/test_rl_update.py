@@ -46,7 +46,8 @@ REWARDS, GROUPS = (
 
 def test_advantages_broadcast_to_each_trajectorys_generated_tokens(sampled):
     # GRPO: a sample alone in its group keeps its reward as advantage
-    advantages = token_advantages(sampled, REWARDS, GROUPS, "grpo")
+    advantages, returns = token_advantages(sampled, REWARDS, GROUPS, "grpo")
+    assert returns is None
     for row in range(2):
         values = advantages[row][sampled.loss_mask[row].bool()]
         expected = float(REWARDS[sampled.trajectory[row]])
@@ -82,8 +83,8 @@ def test_an_update_raises_the_rewarded_reply_and_lowers_the_other(estimator):
                       kl_coef=1e-3, entropy_coef=0.0, micro_batch=1)  # fmt: skip
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
                                   lr=config.learning_rate)  # fmt: skip
-    advantages = token_advantages(batch, torch.tensor([1.0, 0.0]), torch.tensor([0, 0]),
-                                  estimator)  # fmt: skip
+    advantages, _ = token_advantages(batch, torch.tensor([1.0, 0.0]),
+                                     torch.tensor([0, 0]), estimator)  # fmt: skip
 
     def reply_logp() -> list[float]:
         with torch.no_grad():

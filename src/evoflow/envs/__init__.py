@@ -28,6 +28,7 @@ REGISTRY = {
     "maze": "evoflow.envs.maze:MazeEnv",
     "wordle": "evoflow.envs.wordle:WordleEnv",
     "sciworld": "evoflow.envs.sciworld:SciWorldEnv",
+    "doors": "evoflow.envs.doors:DoorsEnv",
 }
 
 

@@ -11,6 +11,9 @@ env names its format (``TextEnv.reply_format``); a rollout may override it
 ``react`` — a ``Thought:`` line and one single-line ``Action:`` (every env today).
 ``code`` — a short plan, then one fenced code block whose whole body is the
 action (multi-line; for agents that write programs).
+``text`` — the whole reply is the action, read by the env (short-answer games
+such as ``doors``); a reply cut at the length limit is still read
+(``needs_whole_reply`` is False).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ class ReplyFormat:
     instructions: str
     retry_hint: str  # closes the observation of an unusable reply
     chat_template: tuple[tuple[str, object], ...] = NO_THINKING  # template kwargs
+    needs_whole_reply: bool = True  # a reply cut at the length limit is unusable
 
     def parse(self, text: str) -> ParsedReply:
         raise NotImplementedError
@@ -96,6 +100,20 @@ class FencedCode(ReplyFormat):
         return f"{thought}\n```python\n{action}\n```"
 
 
+class WholeReply(ReplyFormat):
+    def parse(self, text: str) -> ParsedReply:
+        """The reply itself, stripped; the env decides what it means."""
+        action = text.strip()
+        if not action:
+            return ParsedReply(None, "the reply is empty")
+        if len(action) > MAX_ACTION_CHARS:
+            return ParsedReply(None, "the reply is too long")
+        return ParsedReply(action)
+
+    def render(self, thought: str, action: str) -> str:
+        return action
+
+
 REPLY_FORMATS: dict[str, ReplyFormat] = {
     f.name: f
     for f in (
@@ -113,6 +131,12 @@ REPLY_FORMATS: dict[str, ReplyFormat] = {
             "do, followed by exactly one fenced code block (```python ... ```) "
             "holding the complete code; nothing after the block.",
             "Reply with a short plan and exactly one fenced code block.",
+        ),
+        WholeReply(
+            "text",
+            "Reply with your answer in a few words.",
+            "Reply with a short answer.",
+            needs_whole_reply=False,
         ),
     )
 }

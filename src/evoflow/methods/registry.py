@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from evoflow.methods import agentevol, fedse
+from evoflow.methods import agentevol, fedse, rl
 from evoflow.methods.base import Kind, Method
 from evoflow.train.sft_config import SFTConfig
 
-FAMILIES = {module.FAMILY: module for module in (fedse, agentevol)}
+FAMILIES = {module.FAMILY: module for module in (fedse, agentevol, rl)}
 KINDS: dict[str, Kind] = {
     kind.name: kind for module in FAMILIES.values() for kind in module.KINDS
 }
@@ -47,4 +47,8 @@ def methods_from_config(config: dict[str, Any]) -> dict[str, Method]:
         rounds, options = FAMILIES[KINDS[kind].family].resolve(config, entry)
         stride = config["fed"]["eval_stride"]
         resolved[name] = Method(name, KINDS[kind], rounds, stride, sft, options)
+    for name, method in resolved.items():  # cross-method references
+        link = getattr(FAMILIES[method.kind.family], "link", None)
+        if link is not None:
+            resolved[name] = link(method, resolved)
     return resolved

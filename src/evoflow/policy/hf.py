@@ -165,7 +165,7 @@ class HFPolicy(Policy):
                 f"{adapter}: not a PEFT adapter folder (no adapter_config.json)"
             )
         digest = adapter_digest(adapter)
-        self._paths.setdefault(digest, str(adapter))
+        self._paths[digest] = str(adapter)  # the latest folder with these weights
         return digest
 
     def _forward_for(self, tags: list[str | None]):

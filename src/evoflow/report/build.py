@@ -48,7 +48,7 @@ def report_outputs(config: dict, reports: str) -> dict[str, str]:
     if any(m.kind.family == "agentevol" for m in methods.values()):
         outputs["table3_md"] = f"{reports}/table3.md"
         outputs["table3_csv"] = f"{reports}/table3.csv"
-    if any(m.kind.iterative for m in methods.values()):
+    if any(m.kind.iterative and m.kind.family == "agentevol" for m in methods.values()):
         outputs["iterations"] = f"{reports}/figures/agentevol_iterations.png"
     return outputs
 
@@ -152,8 +152,10 @@ def _agentgym_report(config, methods, rows, metric_files, outputs) -> None:
         **{r.method: r.title for r in rows},
     }
     curves = {name: {r: agentgym.load_scores(metric_files(name, r)) for r in m.eval_rounds}
-              for name, m in methods.items() if m.kind.iterative}  # fmt: skip
-    static = {name: final[name] for name in methods if name not in curves}
+              for name, m in methods.items()
+              if m.kind.iterative and m.kind.family == "agentevol"}  # fmt: skip
+    static = {name: final[name] for name, m in methods.items()
+              if name not in curves and m.kind.family == "agentevol"}  # fmt: skip
     figures.success_curves(curves, static, [*envs, "avg"], titles, outputs["iterations"],
                            ylabel="AgentGym score", xlabel="iteration")  # fmt: skip
 
@@ -182,11 +184,17 @@ def _note(config: dict, methods: dict[str, Method]) -> str:
     envs = config["envs"]
     counts = ", ".join(f"{e} {envs[e]['test'] or 'all'}" for e in envs)
     after = []
-    for label, chosen in (("federated methods", lambda k: k.federated),
-                          ("AgentEvol", lambda k: k.iterative)):  # fmt: skip
+    for label, chosen, unit in (
+        ("federated methods", lambda k: k.federated, "round(s)"),
+        (
+            "AgentEvol",
+            lambda k: k.iterative and k.family == "agentevol",
+            "iteration(s)",
+        ),
+        ("RL", lambda k: k.family == "rl", "span(s)"),
+    ):
         finals = [m.final_round for m in methods.values() if chosen(m.kind)]
         if finals:
-            unit = "round(s)" if label.startswith("federated") else "iteration(s)"
             after.append(f"{label} after {max(finals)} {unit}")
     lora = (
         " Every trained agent is a LoRA adapter (AgentGym fine-tunes every weight)."

@@ -20,7 +20,8 @@ from evoflow.provenance import REPO_ROOT
 
 ENV_ORDER = ("babyai", "webshop", "textcraft", "maze", "wordle", "sciworld")
 ENV_TITLES = {"babyai": "BabyAI", "webshop": "WebShop", "textcraft": "TextCraft",
-              "maze": "Maze", "wordle": "Wordle", "sciworld": "SciWorld"}  # fmt: skip
+              "maze": "Maze", "wordle": "Wordle", "sciworld": "SciWorld",
+              "doors": "Doors"}  # fmt: skip
 REFERENCE = REPO_ROOT / "data" / "reference" / "fedse_table1.csv"
 # Config model names whose paper results exist, and the paper's label for them.
 PAPER_MODELS = {

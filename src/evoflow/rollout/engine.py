@@ -244,7 +244,9 @@ def _act(episode: _Live, reply: Generation) -> Step | EnvError | None:
     if reply.finish == "context":
         return None
     name = episode.job.spec.reply_format or episode.env.reply_format
-    parsed = reply_format(name).parse(reply.text) if reply.finish != "length" else None
+    form = reply_format(name)
+    cut = reply.finish == "length" and form.needs_whole_reply
+    parsed = None if cut else form.parse(reply.text)
     try:
         if parsed is None:
             return episode.env.invalid_reply(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from evoflow.precision import PRECISIONS
 from evoflow.train.rl_advantages import ESTIMATORS
 
 
@@ -38,6 +39,29 @@ class RLConfig:
     value_lr: float = field(
         default=1e-5, metadata={"help": "Learning rate of PPO's value head."}
     )
+    value_clip: float = field(
+        default=0.5, metadata={"help": "PPO value-loss clip around the old values."}
+    )
+    # Parameters that control the rollouts
+    max_new_tokens: int = field(
+        default=512, metadata={"help": "Token cap of one assistant turn."}
+    )
+    width: int = field(
+        default=64, metadata={"help": "Episodes played at once (generation batch)."}
+    )
+    # Parameters that control the adapter
+    lora_r: int = field(default=8, metadata={"help": "LoRA rank."})
+    lora_alpha: int = field(default=16, metadata={"help": "LoRA scaling numerator."})
+    lora_dropout: float = field(
+        default=0.0,
+        metadata={
+            "help": "Dropout on the LoRA input (0: the sampling "
+            "and training policies are the same)."
+        },
+    )
+    target_modules: str | list[str] = field(
+        default="all-linear", metadata={"help": "Modules wrapped by LoRA."}
+    )
     # Parameters that control optimisation
     learning_rate: float = field(default=1e-6, metadata={"help": "Policy AdamW lr."})
     update_epochs: int = field(
@@ -50,6 +74,14 @@ class RLConfig:
         default=1.0, metadata={"help": "Gradient clipping norm."}
     )
     seed: int = field(default=0, metadata={"help": "Seeds sampling and updates."})
+    precision: str = field(
+        default="auto",
+        metadata={
+            "help": "Update compute dtype: auto (bf16 autocast where fast), "
+            "float32 or bfloat16.",
+            "choices": PRECISIONS,
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.estimator not in ESTIMATORS:
@@ -61,10 +93,14 @@ class RLConfig:
             "tasks_per_step",
             "update_epochs",
             "micro_batch",
+            "max_new_tokens",
+            "width",
+            "lora_r",
+            "lora_alpha",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("learning_rate", "value_lr", "clip"):
+        for name in ("learning_rate", "value_lr", "clip", "value_clip"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
         for name in ("kl_coef", "entropy_coef", "temperature"):
@@ -73,6 +109,10 @@ class RLConfig:
         if not (0 < self.gamma <= 1 and 0 <= self.lam <= 1):
             raise ValueError(
                 f"need 0 < gamma <= 1 and 0 <= lam <= 1, got {self.gamma}, {self.lam}"
+            )
+        if self.precision not in PRECISIONS:
+            raise ValueError(
+                f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}"
             )
         if self.estimator in ("grpo", "rloo") and self.samples_per_task < 2:
             raise ValueError(

@@ -93,20 +93,46 @@ def collate(sequences: list[TurnSequence], pad_id: int) -> RLBatch:
     return batch
 
 
-def next_token_logprobs(model, batch: RLBatch) -> torch.Tensor:
-    """Log-softmax over the vocabulary after every position but the last, [N, L-1, V]."""
-    logits = model(
-        input_ids=batch.input_ids, attention_mask=batch.attention_mask
-    ).logits
-    return torch.log_softmax(logits[:, :-1].float(), dim=-1)
+@dataclass(frozen=True)
+class TokenStats:
+    """Per-position values at generated tokens (0 elsewhere), each ``[N, L]``."""
+
+    logprobs: torch.Tensor  # log π(token_p | tokens_<p)
+    entropy: torch.Tensor | None  # entropy of the distribution token p came from
+    hidden: torch.Tensor  # last hidden states [N, L, H] (for a value head)
 
 
-def picked(logp_all: torch.Tensor, batch: RLBatch) -> torch.Tensor:
-    """log π(token_p | tokens_<p) at every position (0 at position 0), [N, L]."""
-    chosen = logp_all.gather(-1, batch.input_ids[:, 1:, None])[..., 0]
-    return torch.nn.functional.pad(chosen, (1, 0))
+def token_stats(model, batch: RLBatch, dtype=torch.float32, entropy: bool = False
+                ) -> TokenStats:  # fmt: skip
+    """One forward pass; the LM head runs only where a generated token is read.
+
+    Rows are right-padded and no attention mask is passed: under causal
+    attention a real token never sees the padding after it. ``dtype`` is the
+    autocast compute dtype; log-probs come out in fp32.
+    """
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    device_type = batch.input_ids.device.type
+    read = batch.loss_mask[:, 1:].bool()  # token p is read from position p - 1
+    with torch.autocast(device_type, dtype=dtype, enabled=dtype != torch.float32):
+        hidden = inner.get_decoder()(input_ids=batch.input_ids).last_hidden_state
+        logits = inner.get_output_embeddings()(hidden[:, :-1][read])
+    logp_all = torch.log_softmax(logits.float(), dim=-1)
+    chosen = logp_all.gather(-1, batch.input_ids[:, 1:][read][:, None])[:, 0]
+    logprobs = _scatter(chosen, read)
+    spread = None
+    if entropy:
+        spread = _scatter(-(logp_all.exp() * logp_all).sum(-1), read)
+    return TokenStats(logprobs, spread, hidden)
 
 
-def token_logprobs(model, batch: RLBatch) -> torch.Tensor:
-    """log π(token_p | tokens_<p) at every position (0 at position 0), [N, L]."""
-    return picked(next_token_logprobs(model, batch), batch)
+def _scatter(values: torch.Tensor, read: torch.Tensor) -> torch.Tensor:
+    """Values read at positions p - 1 placed at p, zeros elsewhere, ``[N, L]``."""
+    out = torch.zeros(read.shape[0], read.shape[1] + 1, dtype=values.dtype,
+                      device=values.device)  # fmt: skip
+    out[:, 1:][read] = values
+    return out
+
+
+def token_logprobs(model, batch: RLBatch, dtype=torch.float32) -> torch.Tensor:
+    """log π(token_p | tokens_<p) at generated positions (0 elsewhere), [N, L]."""
+    return token_stats(model, batch, dtype).logprobs

@@ -3,10 +3,14 @@
 The policy is the base model with a trainable LoRA; the reference for the KL
 term is the same model with the adapter disabled (no second copy). The loss is
 PPO's clipped surrogate on the sampling log-probs stored with the episodes,
-plus ``kl_coef`` × the low-variance KL to the reference and minus
-``entropy_coef`` × the entropy, all as masked means over generated tokens.
-GRPO, RLOO and REINFORCE++ are supported here; PPO's value head comes with
-the trainer.
+plus ``kl_coef`` × the low-variance KL to the reference (a loss term, as veRL
+does for GRPO; not a reward penalty) and minus ``entropy_coef`` × the entropy,
+all as masked means over generated tokens.
+
+PPO's critic is a linear value head on the policy's last hidden states
+(``ValueHead``). It reads them detached, so the critic's loss trains the head
+only and never pulls the shared LoRA trunk; its value loss is clipped around
+the old values as veRL's (``value_clip`` 0.5).
 """
 
 from __future__ import annotations
@@ -17,13 +21,7 @@ import torch
 
 from evoflow.train import rl_advantages as rl
 from evoflow.train.rl_config import RLConfig
-from evoflow.train.rl_data import (
-    RLBatch,
-    collate,
-    next_token_logprobs,
-    picked,
-    token_logprobs,
-)
+from evoflow.train.rl_data import RLBatch, collate, token_logprobs, token_stats
 
 
 @dataclass(frozen=True)
@@ -32,70 +30,135 @@ class UpdateStats:
     kl: float
     entropy: float
     clip_fraction: float
+    value_loss: float
     tokens: int
 
 
+class ValueHead(torch.nn.Module):
+    """V(s) from the last hidden state before a token: one linear layer."""
+
+    def __init__(self, hidden_size: int) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(hidden_size, 1)
+        torch.nn.init.zeros_(self.linear.weight)
+        torch.nn.init.zeros_(self.linear.bias)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        """``[N, L]`` values aligned with tokens (position p: the state before
+        token p; 0 at position 0)."""
+        values = self.linear(hidden[:, :-1].detach().float())[..., 0]
+        return torch.nn.functional.pad(values, (1, 0))
+
+
 def token_advantages(batch: RLBatch, rewards: torch.Tensor, groups: torch.Tensor,
-                     estimator: str) -> torch.Tensor:  # fmt: skip
-    """``[N, L]`` advantages of every generated token of the batch's turns.
+                     estimator: str, values: torch.Tensor | None = None,
+                     gamma: float = 1.0, lam: float = 1.0):  # fmt: skip
+    """``[N, L]`` advantages of every generated token, and PPO's returns.
 
     ``rewards`` and ``groups`` are per trajectory (``batch.trajectory`` indexes
     them). With an outcome reward and γ = 1, REINFORCE++'s return is the
-    trajectory's reward on each of its tokens, whitened over all of them.
+    trajectory's reward on each of its tokens, whitened over all of them. PPO
+    runs GAE over each trajectory's generated tokens in turn order, the reward
+    on the last one (``values``: the critic's, aligned with the batch).
+    Returns ``(advantages, returns)``; ``returns`` is None except for PPO.
     """
+    mask = batch.loss_mask
     if estimator == "grpo":
-        per_trajectory = rl.grpo(rewards, groups)
-    elif estimator == "rloo":
-        per_trajectory = rl.rloo(rewards, groups)
-    elif estimator == "reinforce_pp":  # each turn's row ends on its trajectory's reward
-        token_rewards = rl.outcome_token_rewards(
-            rewards[batch.trajectory], batch.loss_mask
-        )
-        return rl.reinforce_pp(token_rewards, batch.loss_mask)
-    else:
-        raise ValueError(f"estimator {estimator!r} needs the trainer (value head)")
-    return rl.broadcast(per_trajectory[batch.trajectory], batch.loss_mask)
+        return rl.broadcast(rl.grpo(rewards, groups)[batch.trajectory], mask), None
+    if estimator == "rloo":
+        return rl.broadcast(rl.rloo(rewards, groups)[batch.trajectory], mask), None
+    if estimator == "reinforce_pp":  # each turn's row ends on its trajectory's reward
+        token_rewards = rl.outcome_token_rewards(rewards[batch.trajectory], mask)
+        return rl.reinforce_pp(token_rewards, mask), None
+    if estimator == "ppo":
+        if values is None:
+            raise ValueError("ppo needs the critic's values")
+        return _trajectory_gae(batch, rewards, values, gamma, lam)
+    raise ValueError(f"unknown estimator {estimator!r}")
+
+
+def _trajectory_gae(batch: RLBatch, rewards, values, gamma, lam):
+    """GAE over each trajectory's generated tokens, turns concatenated in order."""
+    advantages = torch.zeros_like(batch.loss_mask)
+    returns = torch.zeros_like(batch.loss_mask)
+    for t in batch.trajectory.unique():
+        rows = (batch.trajectory == t).nonzero()[:, 0]  # turns, in order
+        where = batch.loss_mask[rows].bool()
+        flat_values = values[rows][where][None]
+        flat_mask = torch.ones_like(flat_values)
+        token_rewards = rl.outcome_token_rewards(rewards[t : t + 1], flat_mask)
+        adv, ret = rl.gae(token_rewards, flat_values, flat_mask, gamma, lam)
+        sub_adv, sub_ret = advantages[rows], returns[rows]
+        sub_adv[where], sub_ret[where] = adv[0], ret[0]
+        advantages[rows], returns[rows] = sub_adv, sub_ret
+    return advantages, returns
 
 
 def update(model, optimizer, batch: RLBatch, advantages: torch.Tensor,
-           config: RLConfig) -> UpdateStats:  # fmt: skip
+           config: RLConfig, dtype: torch.dtype = torch.float32,
+           critic: ValueHead | None = None,
+           returns: torch.Tensor | None = None,
+           old_values: torch.Tensor | None = None) -> UpdateStats:  # fmt: skip
     """Gradient steps over ``batch`` in micro-batches (one optimizer step per
-    pass; ``config.update_epochs`` passes)."""
-    totals = torch.zeros(4)
+    pass; ``config.update_epochs`` passes). ``dtype``: autocast compute dtype.
+    With a ``critic`` (PPO), ``optimizer`` also holds its parameters."""
+    totals = torch.zeros(5)
     rows = torch.arange(batch.input_ids.shape[0])
     tokens = batch.loss_mask.sum().clamp(min=1)
+    trainable = [p for g in optimizer.param_groups for p in g["params"]]
     for _ in range(config.update_epochs):
         optimizer.zero_grad(set_to_none=True)
         for chunk in rows.split(config.micro_batch):
             part = _select(batch, chunk)
-            loss, parts = _loss(model, part, advantages[chunk], config)
+            value_target = None
+            if critic is not None:
+                value_target = (returns[chunk], old_values[chunk])
+            loss, parts = _loss(model, part, advantages[chunk], config, dtype,
+                                critic, value_target)  # fmt: skip
             weight = part.loss_mask.sum() / tokens  # token mean over the batch
             (loss * weight).backward()
             totals += torch.stack([loss.detach(), *parts]) * weight
-        torch.nn.utils.clip_grad_norm_(
-            [p for p in model.parameters() if p.requires_grad], config.max_grad_norm
-        )
+        torch.nn.utils.clip_grad_norm_(trainable, config.max_grad_norm)
         optimizer.step()
     totals /= config.update_epochs
     return UpdateStats(*totals.tolist(), tokens=int(tokens))
 
 
-def _loss(model, batch: RLBatch, advantages: torch.Tensor, config: RLConfig):
-    logp_all = next_token_logprobs(model, batch)
-    logp = picked(logp_all, batch)
-    entropy = torch.nn.functional.pad(-(logp_all.exp() * logp_all).sum(-1), (1, 0))
+def values_of(model, batch: RLBatch, dtype, critic: ValueHead) -> torch.Tensor:
+    """The critic's ``[N, L]`` values (no gradient)."""
+    with torch.no_grad():
+        return critic(token_stats(model, batch, dtype).hidden)
+
+
+def _loss(model, batch: RLBatch, advantages, config: RLConfig, dtype, critic,
+          value_target):  # fmt: skip
+    stats = token_stats(model, batch, dtype, entropy=True)
     mask = batch.loss_mask
     loss, clipped = rl.clipped_policy_loss(
-        logp, batch.old_logprobs, advantages, mask, config.clip
+        stats.logprobs, batch.old_logprobs, advantages, mask, config.clip
     )
     kl = torch.zeros(())
     if config.kl_coef > 0:
         with torch.no_grad(), model.disable_adapter():
-            ref = token_logprobs(model, batch)
-        kl = rl.masked_mean(rl.low_var_kl(logp, ref), mask)
-    mean_entropy = rl.masked_mean(entropy, mask)
+            ref = token_logprobs(model, batch, dtype)
+        kl = rl.masked_mean(rl.low_var_kl(stats.logprobs, ref), mask)
+    mean_entropy = rl.masked_mean(stats.entropy, mask)
     total = loss + config.kl_coef * kl - config.entropy_coef * mean_entropy
-    return total, (kl.detach(), mean_entropy.detach(), clipped.detach())
+    value_loss = torch.zeros(())
+    if critic is not None:
+        returns, old_values = value_target
+        values = critic(stats.hidden)
+        value_loss = _value_loss(values, old_values, returns, mask, config.value_clip)
+        total = total + value_loss
+    parts = (kl, mean_entropy, clipped, value_loss)
+    return total, tuple(p.detach() for p in parts)
+
+
+def _value_loss(values, old_values, returns, mask, clip: float) -> torch.Tensor:
+    """veRL's clipped value loss: ½ max((V − R)², (clip(V, V_old ± c) − R)²)."""
+    clipped = old_values + (values - old_values).clamp(-clip, clip)
+    worst = torch.maximum((values - returns) ** 2, (clipped - returns) ** 2)
+    return 0.5 * rl.masked_mean(worst, mask)
 
 
 def _select(batch: RLBatch, rows: torch.Tensor) -> RLBatch:
@@ -104,4 +167,5 @@ def _select(batch: RLBatch, rows: torch.Tensor) -> RLBatch:
                    batch.trajectory[rows])  # fmt: skip
 
 
-__all__ = ["UpdateStats", "collate", "token_advantages", "update"]
+__all__ = ["UpdateStats", "ValueHead", "collate", "token_advantages", "update",
+           "values_of"]  # fmt: skip

@@ -75,7 +75,7 @@ def train_sft(
     """
     started = time.perf_counter()
     torch.manual_seed(config.seed)
-    tokenizer, peft_model = _load(model, config, init_adapter)
+    tokenizer, peft_model = load_lora_model(model, config, init_adapter)
     examples, cut, dropped = _encode_all(tokenizer, chats, config.max_length)
     if cut or dropped:
         log.info(
@@ -107,12 +107,12 @@ def train_sft(
     }
     with atomic_path(output) as tmp:
         peft_model.save_pretrained(tmp)
-        _portable_config(tmp, model)
+        portable_config(tmp, model)
         (tmp / METADATA).write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 
 
-def _load(model: str, config: SFTConfig, init_adapter):
+def load_lora_model(model: str, config, init_adapter):
     """Tokenizer and LoRA-wrapped model (bf16 weights on GPU, fp32 on CPU)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -126,7 +126,7 @@ def _load(model: str, config: SFTConfig, init_adapter):
     )
     if cuda:
         base = base.to("cuda")
-    return tokenizer, _with_lora(base, config, init_adapter)
+    return tokenizer, with_lora(base, config, init_adapter)
 
 
 def _device(model) -> torch.device:
@@ -145,7 +145,9 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def _with_lora(base, config: SFTConfig, init_adapter):
+def with_lora(base, config, init_adapter):
+    """``base`` wrapped with a trainable LoRA (``config``: any settings with
+    ``lora_r``, ``lora_alpha``, ``lora_dropout``, ``target_modules``)."""
     from peft import LoraConfig, PeftModel, get_peft_model
 
     if init_adapter is not None:
@@ -298,7 +300,7 @@ def _batch_loss(
         )
 
 
-def _portable_config(folder: Path, model: str) -> None:
+def portable_config(folder: Path, model: str) -> None:
     """Name the base model as the config does (alias/hub id, not a cache path) and
     list target modules by their short names, the form vLLM's LoRA loader expects."""
     config_path = folder / "adapter_config.json"

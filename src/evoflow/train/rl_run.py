@@ -1,0 +1,56 @@
+"""One RL span as a workflow job: from a rule's settings to ``run_span``."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from evoflow.envs import env_factory, split_ids
+from evoflow.methods import rl
+from evoflow.methods.base import Kind, Method
+from evoflow.methods.registry import KINDS
+from evoflow.train.rl_trainer import Span, TaskPool, run_span
+from evoflow.train.sft_config import SFTConfig
+
+log = logging.getLogger(__name__)
+
+
+def run_rl_span(settings: dict, config_hash: str, method: str, round: int,
+                inputs: dict, output: str | Path, threads: int = 1) -> dict:  # fmt: skip
+    """Train span ``round`` of an RL method; write its folder ``output``.
+
+    ``settings`` holds experiment, seed, model, generation, the envs (their
+    ``max_turns`` and ``remote``) and the method's ``kind`` and ``options``;
+    ``inputs`` the previous span's folder (``previous``) or the adapter the
+    first span starts from (``init``), if any.
+    """
+    from evoflow.runtime import configure_threads, policy_from_config
+
+    configure_threads(threads)
+    resolved = _method(method, settings)
+    config = rl.trainer_config(resolved, settings["seed"])
+    envs = settings["envs"]
+    pool = TaskPool(
+        factories={env: env_factory(env, envs[env]["remote"]) for env in envs},
+        tasks=[(env, t) for env in envs for t in split_ids(env, "train", envs[env]["remote"])],
+        max_turns={env: envs[env]["max_turns"] for env in envs},
+        max_invalid=settings["generation"]["max_invalid"],
+    )  # fmt: skip
+    start, steps = rl.span_range(resolved, round)
+    schedule = None
+    if resolved.kind.name == "scalinginter_rl" or rl.settings(resolved).horizon:
+        schedule = rl.schedule(resolved, max(e["max_turns"] for e in envs.values()))
+    span = Span(settings["model"]["name"], settings["experiment"], method, start,
+                steps, schedule, config_hash)  # fmt: skip
+    policy = policy_from_config(settings)
+    try:
+        return run_span(span, config, pool, policy, output,
+                        previous=inputs.get("previous"), init_adapter=inputs.get("init"))  # fmt: skip
+    finally:
+        policy.close()
+
+
+def _method(name: str, settings: dict) -> Method:
+    kind: Kind = KINDS[settings["kind"]]
+    rounds = -(-settings["options"]["steps"] // settings["options"]["span_steps"])
+    return Method(name, kind, rounds, 1, SFTConfig(), settings["options"])

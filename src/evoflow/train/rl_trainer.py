@@ -1,0 +1,305 @@
+"""Multi-turn RL of a LoRA policy, one span of training steps at a time.
+
+A span loads the model once and runs ``steps`` training steps from global step
+``start``. Each step draws ``tasks_per_step`` training tasks (seeded by the
+step), plays ``samples_per_task`` episodes of each with the current adapter at
+the horizon the schedule gives for that step, drops unusable samples (a
+non-finite reward, an environment error, a turn without token ids) and counts
+them, computes advantages and updates the LoRA (``evoflow.train.rl_update``).
+
+Hand-off to the rollout backend is by adapter folder: before each step the
+current LoRA is saved and the policy generates with it, exactly as a vLLM
+engine takes a new ``LoRARequest`` every step. A span writes, atomically, one
+folder (``SPAN_FILES``): the adapter, the resumable state (optimizer, critic,
+RNG, next step), every episode it played (schema v2: token ids, log-probs,
+rewards, groups) and per-step metrics. The next span starts from that folder
+alone, so a killed span reruns from its predecessor and ends the same.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import torch
+
+from evoflow.atomic import atomic_path, write_json
+from evoflow.envs.base import TextEnv
+from evoflow.envs.formats import NO_THINKING
+from evoflow.policy.base import Policy, SamplingParams
+from evoflow.precision import resolve_dtype
+from evoflow.rollout.engine import Job, RolloutSpec, play
+from evoflow.seeding import derive_seed, py_random
+from evoflow.store.schema import Episode
+from evoflow.store.shards import ShardMeta, write_shard
+from evoflow.train.rl_config import RLConfig
+from evoflow.train.rl_data import collate, turn_sequences
+from evoflow.train.rl_schedule import HorizonSchedule
+from evoflow.train.rl_update import ValueHead, token_advantages, update, values_of
+from evoflow.train.sft_trainer import load_lora_model, peak_rss_mb, portable_config
+
+log = logging.getLogger(__name__)
+ADAPTER, STATE, ROLLOUTS, METRICS = (
+    "adapter",
+    "state.pt",
+    "rollouts.parquet",
+    "metrics.json",
+)
+SPAN_FILES = (ADAPTER, STATE, ROLLOUTS, METRICS)
+
+
+@dataclass(frozen=True)
+class TaskPool:
+    """Where episodes come from: env factories and the training tasks to draw."""
+
+    factories: dict[str, Callable[[], TextEnv]]
+    tasks: list[tuple[str, str]]  # (env, task id)
+    template: tuple = NO_THINKING  # chat-template options of the envs' reply formats
+    max_turns: dict[str, int] | None = None  # per-env caps when there is no schedule
+    max_invalid: int | None = None  # unusable replies in a row that end an episode
+
+
+@dataclass(frozen=True)
+class Span:
+    """Which steps one job runs, and the labels of what it writes."""
+
+    model: str
+    experiment: str
+    method: str
+    start: int
+    steps: int
+    schedule: HorizonSchedule | None  # None: each env's own cap (TaskPool.max_turns)
+    config_hash: str = ""
+
+    def horizon(self, step: int, env: str, pool: TaskPool) -> int | None:
+        if self.schedule is not None:
+            return self.schedule.horizon(step)
+        return (pool.max_turns or {}).get(env)
+
+
+@dataclass
+class Learner:
+    tokenizer: object
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    critic: ValueHead | None
+    dtype: torch.dtype
+
+
+def run_span(span: Span, config: RLConfig, pool: TaskPool, policy: Policy,
+             output: str | Path, previous: str | Path | None = None,
+             init_adapter: str | Path | None = None,
+             progress: bool = True) -> dict:  # fmt: skip
+    """Train steps ``span.start`` … ``span.start + span.steps - 1``; write ``output``.
+
+    ``previous`` is the folder of the span before (None for the first);
+    ``init_adapter`` (first span only) starts from e.g. an SFT adapter instead
+    of a fresh LoRA. Returns the metrics also written to ``metrics.json``.
+    """
+    started = time.perf_counter()
+    output = Path(output)
+    learner = load_learner(span, config, previous, init_adapter)
+    live = output.with_name(f".{output.name}.live")
+    rows, episodes = [], []
+    try:
+        for step in range(span.start, span.start + span.steps):
+            played, row = train_step(learner, policy, pool, span, config, step, live)
+            episodes += played
+            rows.append(row)
+            if progress:
+                log.info("rl step %d: %s", step, row)
+    finally:
+        shutil.rmtree(live, ignore_errors=True)
+    metrics = {
+        "span": {"start": span.start, "steps": span.steps,
+                 "seconds": round(time.perf_counter() - started, 2),
+                 "peak_rss_mb": peak_rss_mb()},
+        "steps": rows, "config": config.to_dict(),
+    }  # fmt: skip
+    meta = ShardMeta(span.experiment, span.config_hash, span.model, config.seed)
+    with atomic_path(output) as tmp:
+        tmp.mkdir()
+        _save_adapter(learner, tmp / ADAPTER, span.model)
+        torch.save(_state(learner, span.start + span.steps), tmp / STATE)
+        write_shard(tmp / ROLLOUTS, episodes, meta)
+        write_json(tmp / METRICS, metrics)
+    return metrics
+
+
+def load_learner(span: Span, config: RLConfig, previous, init_adapter) -> Learner:
+    """The LoRA model, optimizer and critic — fresh, or as ``previous`` left them."""
+    if previous is not None and init_adapter is not None:
+        raise ValueError("give previous (a span to resume) or init_adapter, not both")
+    state = None
+    if previous is not None:
+        state = torch.load(Path(previous) / STATE, weights_only=False)
+        if state["step"] != span.start:
+            raise ValueError(
+                f"{previous}: that span ends before step {state['step']}, but this "
+                f"span starts at step {span.start}"
+            )
+        init_adapter = Path(previous) / ADAPTER
+    torch.manual_seed(derive_seed(config.seed, "rl-init"))
+    tokenizer, model = load_lora_model(span.model, config, init_adapter)
+    device = next(model.parameters()).device
+    groups = [{"params": [p for p in model.parameters() if p.requires_grad],
+               "lr": config.learning_rate}]  # fmt: skip
+    critic = None
+    if config.estimator == "ppo":
+        critic = ValueHead(model.config.hidden_size).to(device)
+        groups.append({"params": list(critic.parameters()), "lr": config.value_lr})
+    optimizer = torch.optim.AdamW(groups, weight_decay=0.0)
+    if state is not None:
+        optimizer.load_state_dict(state["optimizer"])
+        if critic is not None:
+            critic.load_state_dict(state["critic"])
+        torch.set_rng_state(state["torch_rng"])
+        random.setstate(state["python_rng"])
+    dtype = resolve_dtype(config.precision, device)
+    return Learner(tokenizer, model, optimizer, critic, dtype)
+
+
+def train_step(learner: Learner, policy: Policy, pool: TaskPool, span: Span,
+               config: RLConfig, step: int, live: Path) -> tuple[list[Episode], dict]:  # fmt: skip
+    """Roll out with the current adapter, then update; returns episodes and metrics."""
+    clock = time.perf_counter()
+    adapter = live / f"step-{step}"
+    _save_adapter(learner, adapter, span.model)
+    episodes = play(policy, pool.factories, _jobs(pool, span, config, step, adapter),
+                    config.width, progress=False)  # fmt: skip
+    shutil.rmtree(adapter, ignore_errors=True)
+    rollout_s = time.perf_counter() - clock
+    usable = [e for e in episodes if _usable(e)]
+    caps = {env: span.horizon(step, env, pool) for env in pool.factories}
+    row = _episode_metrics(episodes, usable, step, caps)
+    clock = time.perf_counter()
+    stats = _learn(learner, usable, config, pool.template, row) if usable else None
+    row.update(_update_metrics(stats))
+    row["seconds"] = {"rollout": round(rollout_s, 3),
+                      **{k: round(v, 3) for k, v in row.pop("_times", {}).items()},
+                      "total": round(rollout_s + time.perf_counter() - clock, 3)}  # fmt: skip
+    return episodes, row
+
+
+def _jobs(pool: TaskPool, span: Span, config: RLConfig, step: int, adapter: Path):
+    drawn = py_random(config.seed, "rl-tasks", step).sample(
+        pool.tasks, min(config.tasks_per_step, len(pool.tasks))
+    )
+    specs = {
+        env: RolloutSpec(
+            experiment=span.experiment,
+            method=span.method,
+            split="train",
+            source="explore",
+            round=step,
+            client=env,
+            seed=derive_seed(config.seed, "rl", step),
+            horizon=span.horizon(step, env, pool),
+            width=config.width,
+            max_invalid=pool.max_invalid,
+            samples=config.samples_per_task,
+            adapter=str(adapter),
+            sampling=SamplingParams(
+                temperature=config.temperature, max_new_tokens=config.max_new_tokens
+            ),
+        )  # fmt: skip
+        for env in pool.factories
+    }
+    return [Job(env, task, k, specs[env]) for env, task in drawn
+            for k in range(config.samples_per_task)]  # fmt: skip
+
+
+def _usable(episode: Episode) -> bool:
+    """A sample that can train: finite reward, no env error, sampled tokens kept."""
+    turns = [m for m in episode.messages if m.role == "assistant"]
+    return (
+        math.isfinite(episode.reward)
+        and episode.termination != "error"
+        and bool(turns)
+        and all(m.token_ids and m.logprobs is not None for m in turns)
+    )
+
+
+def _learn(learner: Learner, episodes: list[Episode], config: RLConfig, template,
+           row: dict):  # fmt: skip
+    clock = time.perf_counter()
+    sequences = turn_sequences(learner.tokenizer, episodes, template)
+    batch = collate(sequences, learner.tokenizer.pad_token_id or 0)
+    batch = _to(batch, next(learner.model.parameters()).device)
+    rewards = torch.tensor([e.reward for e in episodes], dtype=torch.float32)
+    names = [f"{e.env}:{e.task_id}" for e in episodes]
+    groups = torch.tensor([sorted(set(names)).index(n) for n in names])
+    values = None
+    if learner.critic is not None:
+        values = values_of(learner.model, batch, learner.dtype, learner.critic)
+    advantages, returns = token_advantages(batch, rewards, groups, config.estimator,
+                                           values, config.gamma, config.lam)  # fmt: skip
+    prepare = time.perf_counter() - clock
+    learner.model.train()
+    stats = update(learner.model, learner.optimizer, batch, advantages, config,
+                   learner.dtype, learner.critic, returns, values)  # fmt: skip
+    learner.model.eval()
+    row["_times"] = {
+        "prepare": prepare,
+        "update": time.perf_counter() - clock - prepare,
+    }
+    row["zero_variance_groups"] = _zero_variance_share(rewards, groups)
+    return stats
+
+
+def _zero_variance_share(rewards: torch.Tensor, groups: torch.Tensor) -> float:
+    ids = groups.unique()
+    flat = sum(int(rewards[groups == g].unique().numel() == 1) for g in ids)
+    return round(flat / max(1, len(ids)), 4)
+
+
+def _episode_metrics(episodes, usable, step: int, horizon: dict) -> dict:
+    n = max(1, len(usable))
+    turns = [m for e in usable for m in e.messages if m.role == "assistant"]
+    return {
+        "step": step, "horizon": horizon, "episodes": len(episodes),
+        "dropped": len(episodes) - len(usable),
+        "reward": round(sum(e.reward for e in usable) / n, 4),
+        "success": round(sum(e.success for e in usable) / n, 4),
+        "turns": round(sum(e.n_turns for e in usable) / n, 3),
+        "response_length": round(
+            sum(len(m.token_ids or []) for m in turns) / max(1, len(turns)), 2),
+        "context_cut": sum(e.termination == "context" for e in usable),
+    }  # fmt: skip
+
+
+def _update_metrics(stats) -> dict:
+    if stats is None:
+        return {"updated": False}
+    return {"updated": True, "loss": round(stats.loss, 6), "kl": round(stats.kl, 6),
+            "entropy": round(stats.entropy, 4),
+            "clip_fraction": round(stats.clip_fraction, 4),
+            "value_loss": round(stats.value_loss, 6), "tokens": stats.tokens}  # fmt: skip
+
+
+def _to(batch, device):
+    return replace(batch, **{k: getattr(batch, k).to(device) for k in
+                             ("input_ids", "attention_mask", "loss_mask",
+                              "old_logprobs", "trajectory")})  # fmt: skip
+
+
+def _save_adapter(learner: Learner, folder: Path, model: str) -> None:
+    with atomic_path(folder) as tmp:
+        learner.model.save_pretrained(tmp)
+        portable_config(tmp, model)
+
+
+def _state(learner: Learner, next_step: int) -> dict:
+    return {
+        "step": next_step,
+        "optimizer": learner.optimizer.state_dict(),
+        "critic": learner.critic.state_dict() if learner.critic else None,
+        "torch_rng": torch.get_rng_state(),
+        "python_rng": random.getstate(),
+    }

@@ -1,0 +1,78 @@
+"""Learning guard of multi-turn RL: each estimator, through the LoRA trainer,
+raises the embedded model's reward on a game with a known optimum.
+
+The game is ``doors`` (one turn, reward 1 for the door the sign points to,
+optimum 1.0). The embedded SmolLM2-135M-Instruct, sampled at temperature 1.0,
+names the right door in about a quarter of its replies (most name no door).
+The tiny random test model cannot be used: it repeats the last prompt token
+("\\n") with probability 0.999, so no sample ever earns a reward and no
+estimator has a signal. Each estimator trains 8 steps of 4 tasks × 4 samples
+(lr 2e-3: a LoRA on a 135M model needs a larger step than the paper's 1e-6 on
+full 7B weights), then plays the 20 test tasks 4 times each at temperature 1.0.
+
+Measured on a 2-core bf16 machine (training reward by step): GRPO 0.19 → 1.0
+by step 8; REINFORCE++ 0.19 → 1.0 by step 9. Each run takes about 75 s.
+The estimators' signs are guarded cheaply in ``test_rl_estimators_tabular``;
+broken here once on purpose (advantages negated in ``token_advantages``), the
+test-split reward fell instead of rising and this test failed.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from evoflow.envs.doors import DoorsEnv
+from evoflow.policy.base import SamplingParams
+from evoflow.policy.hf import HFPolicy
+from evoflow.rollout.engine import RolloutSpec, rollout
+from evoflow.train.rl_advantages import ESTIMATORS
+from evoflow.train.rl_config import RLConfig
+from evoflow.train.rl_schedule import HorizonSchedule
+from evoflow.train.rl_trainer import ADAPTER, Span, TaskPool, run_span
+
+MODEL = "smollm2-135m-instruct"
+STEPS = 8
+# RLOO's and PPO's advantages keep the reward's scale (0/1), GRPO's and
+# REINFORCE++'s are normalised to unit spread: the former take a larger step.
+LEARNING_RATE = {"grpo": 2e-3, "reinforce_pp": 2e-3, "rloo": 5e-3, "ppo": 5e-3}
+
+
+@pytest.fixture(scope="module")
+def policy():
+    return HFPolicy(MODEL, max_context=512)
+
+
+def sampled_reward(policy, adapter=None) -> float:
+    """Mean reward over the test split, 4 samples per task at temperature 1.0."""
+    spec = RolloutSpec(experiment="t", method="eval", split="test", source="eval",
+                       samples=4, width=40, seed=5, adapter=adapter,
+                       sampling=SamplingParams(temperature=1.0, max_new_tokens=6))  # fmt: skip
+    episodes = rollout(
+        policy, DoorsEnv, DoorsEnv().task_ids("test"), spec, progress=False
+    )
+    return sum(e.reward for e in episodes) / len(episodes)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_each_estimator_raises_the_reward_towards_the_optimum(
+    policy, estimator, tmp_path
+):
+    # Prepare
+    pool = TaskPool({"doors": DoorsEnv},
+                    [("doors", t) for t in DoorsEnv().task_ids("train")])  # fmt: skip
+    config = RLConfig(estimator=estimator, samples_per_task=4, tasks_per_step=4,
+                      learning_rate=LEARNING_RATE[estimator], value_lr=1e-2, max_new_tokens=6,
+                      entropy_coef=0.0, micro_batch=16, width=16)  # fmt: skip
+    span = Span(MODEL, "t", estimator, 0, STEPS, HorizonSchedule((1,)))
+    before = sampled_reward(policy)
+
+    # Execute
+    metrics = run_span(span, config, pool, policy, tmp_path / "span", progress=False)
+    after = sampled_reward(policy, str(tmp_path / "span" / ADAPTER))
+
+    # Assert: from a quarter to most of the way to the optimum of 1.0
+    curve = [row["reward"] for row in metrics["steps"]]
+    assert before < 0.4, before
+    assert after >= 0.7, (before, after, curve)
+    assert all(row["updated"] and row["dropped"] == 0 for row in metrics["steps"])

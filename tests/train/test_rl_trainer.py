@@ -1,0 +1,175 @@
+"""The RL trainer: PPO's advantages across turns, faulty samples, spans that
+resume bit-identically after a kill -9."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from evoflow.envs.base import EnvError, Step
+from evoflow.envs.doors import DoorsEnv
+from evoflow.policy.hf import HFPolicy
+from evoflow.store.shards import read_shard
+from evoflow.train.rl_config import RLConfig
+from evoflow.train.rl_data import RLBatch
+from evoflow.train.rl_schedule import HorizonSchedule
+from evoflow.train.rl_trainer import (
+    ADAPTER,
+    METRICS,
+    ROLLOUTS,
+    STATE,
+    Span,
+    TaskPool,
+    run_span,
+)
+from evoflow.train.rl_update import token_advantages
+
+
+def two_turn_batch() -> RLBatch:
+    """One trajectory, two assistant turns of 2 generated tokens each (rows)."""
+    mask = torch.tensor([[0, 1, 1, 0], [0, 0, 1, 1]], dtype=torch.float32)
+    return RLBatch(torch.zeros(2, 4, dtype=torch.long), torch.ones(2, 4, dtype=torch.long),
+                   mask, torch.zeros(2, 4), torch.tensor([0, 0]))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("lam", "expected"),
+    [
+        # λ = 1: every token's advantage is R − V(s_t), R = 1
+        (1.0, [[0, 0.9, 0.8, 0], [0, 0, 0.7, 0.6]]),
+        # λ = 0: V(s_{t+1}) − V(s_t) across the turn boundary, R − V on the last
+        (0.0, [[0, 0.1, 0.1, 0], [0, 0, 0.1, 0.6]]),
+    ],
+)
+def test_ppo_gae_runs_over_the_trajectory_across_its_turns(lam, expected):
+    batch = two_turn_batch()
+    values = torch.tensor([[0, 0.1, 0.2, 0], [0, 0, 0.3, 0.4]])
+    advantages, returns = token_advantages(batch, torch.tensor([1.0]), torch.tensor([0]),
+                                           "ppo", values, 1.0, lam)  # fmt: skip
+    expected = torch.tensor(expected)
+    torch.testing.assert_close(advantages, expected)
+    torch.testing.assert_close(returns, expected + values * batch.loss_mask)
+
+
+class FaultyDoors(DoorsEnv):
+    """Doors whose task 101 pays NaN for any reply and whose task 102 crashes."""
+
+    def _reset(self, task_id: str) -> str:
+        if task_id == "102":
+            raise EnvError("simulator died")
+        self.task = task_id
+        return super()._reset(task_id)
+
+    def invalid_reply(self, reason: str, format_name: str | None = None) -> Step:
+        step = super().invalid_reply(reason, format_name)
+        return (
+            Step(step.observation, math.nan, True, False)
+            if self.task == "101"
+            else step
+        )
+
+    def _step(self, action: str) -> Step:
+        step = super()._step(action)
+        return (
+            Step(step.observation, math.nan, True, False)
+            if self.task == "101"
+            else step
+        )
+
+
+def tiny_setup(factory=DoorsEnv, tasks=("100", "101", "102", "103")):
+    policy = HFPolicy("tiny-random-llama", max_context=512)
+    pool = TaskPool({"doors": factory}, [("doors", t) for t in tasks])
+    config = RLConfig(samples_per_task=2, tasks_per_step=len(tasks), max_new_tokens=4,
+                      learning_rate=1e-3, width=8, lora_r=4, lora_alpha=8)  # fmt: skip
+    return policy, pool, config
+
+
+def span(start: int, steps: int) -> Span:
+    return Span("tiny-random-llama", "t", "grpo", start, steps, HorizonSchedule((1,)))
+
+
+def test_nan_rewards_and_env_errors_are_dropped_and_counted(tmp_path):
+    policy, pool, config = tiny_setup(FaultyDoors)
+    metrics = run_span(span(0, 1), config, pool, policy, tmp_path / "s", progress=False)
+    row = metrics["steps"][0]
+    assert row["episodes"] == 8 and row["dropped"] == 4  # 2 NaN + 2 errors
+    assert row["updated"] and math.isfinite(row["loss"])
+    assert row["zero_variance_groups"] == 1.0  # every usable group scored alike
+    stored = read_shard(tmp_path / "s" / ROLLOUTS).to_pylist()
+    assert len(stored) == 8 and {r["termination"] for r in stored} >= {"error"}
+
+
+CHILD = """
+import sys
+from tests.train.test_rl_trainer import span, tiny_setup
+from evoflow.train.rl_trainer import run_span
+policy, pool, config = tiny_setup()
+run_span(span(2, 3), config, pool, policy, sys.argv[1], previous=sys.argv[2], progress=False)
+"""
+
+
+def test_a_span_killed_midway_reruns_to_the_same_adapter(tmp_path):
+    # Prepare: an uninterrupted run of spans [0, 2) and [2, 5)
+    policy, pool, config = tiny_setup()
+    run_span(span(0, 2), config, pool, policy, tmp_path / "a", progress=False)
+    run_span(span(2, 3), config, pool, policy, tmp_path / "b", previous=tmp_path / "a",
+             progress=False)  # fmt: skip
+
+    # Execute: the second span in a process killed with SIGKILL mid-span, then rerun
+    killed = tmp_path / "b2"
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(killed), str(tmp_path / "a")],
+                             cwd=Path(__file__).parents[2])  # fmt: skip
+    live = killed.with_name(f".{killed.name}.live")
+    deadline = time.monotonic() + 120
+    while not (live / "step-3").exists() and child.poll() is None:
+        assert time.monotonic() < deadline, "the span never reached step 3"
+        time.sleep(0.05)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    assert not killed.exists()  # nothing half-written is left as the output
+    run_span(span(2, 3), config, pool, policy, killed, previous=tmp_path / "a",
+             progress=False)  # fmt: skip
+
+    # Assert: bit-identical adapter, optimizer state and rollouts
+    for name in ("adapter_model.safetensors",):
+        assert (killed / ADAPTER / name).read_bytes() == (
+            tmp_path / "b" / ADAPTER / name
+        ).read_bytes()
+    ours, theirs = (
+        torch.load(p / STATE, weights_only=False) for p in (killed, tmp_path / "b")
+    )
+    assert ours["step"] == theirs["step"] == 5
+    for a, b in zip(
+        ours["optimizer"]["state"].values(),
+        theirs["optimizer"]["state"].values(),
+        strict=True,
+    ):
+        assert torch.equal(a["exp_avg"], b["exp_avg"])
+    played = [
+        read_shard(p / ROLLOUTS).drop_columns(["created_at"])
+        for p in (killed, tmp_path / "b")
+    ]
+    assert played[0].equals(played[1])  # the same episodes, token for token
+    first = (tmp_path / "a" / ADAPTER / "adapter_model.safetensors").read_bytes()
+    assert (
+        first != (killed / ADAPTER / "adapter_model.safetensors").read_bytes()
+    )  # it trained
+    assert (killed / METRICS).is_file()
+
+
+def test_a_span_must_start_where_its_predecessor_ended(tmp_path):
+    policy, pool, config = tiny_setup()
+    run_span(span(0, 1), config, pool, policy, tmp_path / "a", progress=False)
+    with pytest.raises(ValueError, match="starts at step 3"):
+        run_span(
+            span(3, 1), config, pool, policy, tmp_path / "b", previous=tmp_path / "a"
+        )

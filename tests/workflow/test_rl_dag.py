@@ -1,0 +1,88 @@
+"""AgentGym-RL's DAG on the tiny model: spans chained from an SFT adapter, the
+horizon each step used, what a span stores, and resume.
+
+``tiny_rl.yaml``: 3 steps in spans of 2 (span 1 = steps 0-1, span 2 = step 2),
+ScalingInter-RL horizons [1, 2] every 2 steps, the fixed-horizon baseline at
+each env's own cap (maze 3, doors 1), both starting from AgentTraj-SFT.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import torch
+
+from evoflow.store.shards import read_shard
+from tests.workflow.conftest import ROOT, planned_jobs, snakemake
+
+pytestmark = pytest.mark.slow
+CONFIG = ROOT / "tests" / "configs" / "tiny_rl.yaml"
+RESULTS = "results/tiny-rl"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("rl")
+    snakemake(workdir, config=CONFIG)
+    return workdir
+
+
+def steps(run, method: str, span: int) -> list[dict]:
+    path = run / f"{RESULTS}/{method}/round={span}/global/metrics.json"
+    return json.loads(path.read_text())["steps"]
+
+
+def test_spans_cover_the_steps_with_the_scheduled_horizons(run):
+    horizons = {m: [(s["step"], s["horizon"]) for span in (1, 2) for s in steps(run, m, span)]
+                for m in ("agentgym_rl", "scalinginter_rl")}  # fmt: skip
+    assert horizons["scalinginter_rl"] == [
+        (0, {"maze": 1, "doors": 1}), (1, {"maze": 1, "doors": 1}), (2, {"maze": 2, "doors": 2}),
+    ]  # fmt: skip
+    assert horizons["agentgym_rl"] == [(s, {"maze": 3, "doors": 1}) for s in range(3)]
+    for method in horizons:
+        state = torch.load(run / f"{RESULTS}/{method}/round=2/global/state.pt",
+                           weights_only=False)  # fmt: skip
+        assert state["step"] == 3
+
+
+def test_a_span_stores_its_episodes_with_groups_tokens_and_log_probs(run):
+    table = read_shard(
+        run / f"{RESULTS}/scalinginter_rl/round=2/global/rollouts.parquet"
+    )
+    rows = table.to_pylist()
+    assert len(rows) == 4  # 2 tasks x 2 samples, one step
+    assert all(r["group"] and r["round"] == 2 for r in rows)
+    assert all(r["n_turns"] <= 2 for r in rows)  # the step's horizon
+    replies = [m for r in rows for m in r["messages"] if m["role"] == "assistant"]
+    assert replies and all(m["token_ids"] and len(m["logprobs"]) == len(m["token_ids"])
+                           for m in replies)  # fmt: skip
+
+
+def test_rl_starts_from_the_sft_adapter_and_rows_reach_the_report(run):
+    table = (run / "reports/tiny-rl/table1.md").read_text()
+    assert "| AgentGym-RL |" in table and "| ScalingInter-RL |" in table
+    assert "RL after 2 span(s)" in table
+    round0 = json.loads(
+        (run / f"{RESULTS}/agentgym_rl/round=0/eval/env=maze/metrics.json").read_text()
+    )
+    sft = json.loads(
+        (
+            run / f"{RESULTS}/agenttraj_sft/round=1/eval/env=maze/metrics.json"
+        ).read_text()
+    )
+    assert round0["adapter_sha256"] == sft["adapter_sha256"] is not None
+
+
+def test_rerun_is_a_no_op_and_a_lost_span_reruns_alone(run, tmp_path):
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy, symlinks=True)
+    assert planned_jobs(copy, config=CONFIG) == []
+    shutil.rmtree(copy / f"{RESULTS}/scalinginter_rl/round=2/global")
+    rules = sorted({rule for rule, _ in planned_jobs(copy, config=CONFIG)})
+    assert rules == ["evaluate", "report", "rl_span"]
+    planned = planned_jobs(copy, config=CONFIG)
+    assert [out for rule, out in planned if rule == "rl_span"] == [
+        f"{RESULTS}/scalinginter_rl/round=2/global/adapter"
+    ]
