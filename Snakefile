@@ -19,6 +19,7 @@ include: "rules/train.smk"
 include: "rules/fedse.smk"
 include: "rules/agentevol.smk"
 include: "rules/rl.smk"
+include: "rules/tts.smk"
 include: "rules/evaluate.smk"
 include: "rules/report.smk"
 

@@ -5,6 +5,7 @@ import re
 
 from evoflow.config import config_hash, validate_config
 from evoflow.methods import POOLED, Layout, family, methods_from_config
+from evoflow.methods.base import tts_files
 from evoflow.methods.layout import EXPERT, EXPERT_SETS
 from evoflow.report.build import rank_methods, report_outputs
 
@@ -64,6 +65,16 @@ def expert_settings(env, expert_set):
 
 def eval_files(method, round, leaf):
     return LAYOUT.evaluations(method, round, ENVS, leaf)
+
+
+def tts_outputs(probe, leaf):
+    return [LAYOUT.tts("{method}", "{round}", probe, env, leaf) for env in ENVS]
+
+
+def runtime_settings_with_turns(turns):
+    """Evaluation settings with every env's turn cap set to ``turns``."""
+    settings = runtime_settings(ENVS, ["test", "max_turns", "remote"])
+    return {**settings, "envs": {e: {**v, "max_turns": turns} for e, v in settings["envs"].items()}}
 
 
 # --- input functions (the wiring is evoflow.methods.<family>) ----------------
@@ -144,7 +155,7 @@ REPORT = report_outputs(config, REPORTS)
 REPORT_CAPTIONS = {"table_md": "table1.rst", "table_csv": "table1.rst", "table_tex": "table1.rst",
                    "curves": "curves.rst", "ablations": "ablations.rst", "ranks": "ranks.rst",
                    "table3_md": "table3.rst", "table3_csv": "table3.rst",
-                   "iterations": "iterations.rst"}
+                   "iterations": "iterations.rst", "tts_turns": "tts.rst", "tts_passk": "tts.rst"}
 
 
 def rank_comm_files():
@@ -181,5 +192,6 @@ def final_outputs():
     whatever depends on it, and nothing else.
     """
     artifacts = [f for name in METHODS for f in method_artifacts(name)]
+    artifacts += tts_files(LAYOUT, config, METHODS, "metrics.json")
     demos = [LAYOUT.demos(env) for env in ENVS]
     return [LAYOUT.config, *demos, *artifacts, *REPORT.values()]

@@ -22,6 +22,7 @@ rule report:
         metrics=[f for name in METHODS for f in method_evaluations(name)],
         comm=rank_comm_files(),
         buffers=explore_buffers(),
+        tts=tts_files(LAYOUT, config, METHODS, "metrics.json"),
     output:
         **{
             name: report(path, caption=f"../workflow/report/{REPORT_CAPTIONS[name]}", category="Fed-SE")

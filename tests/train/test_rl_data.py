@@ -9,10 +9,12 @@ import pytest
 import torch
 
 from evoflow.envs import make_env
-from evoflow.policy.base import SamplingParams
+from evoflow.policy.base import SamplingParams, prompt_ids
 from evoflow.policy.hf import HFPolicy
 from evoflow.rollout.engine import RolloutSpec, rollout
+from evoflow.store.schema import Message
 from evoflow.train.rl_data import collate, token_logprobs, turn_sequences
+from tests.helpers import make_episode
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +33,7 @@ def episodes(fp32):
 def test_a_padded_forward_pass_reproduces_the_sampling_logprobs(fp32, episodes):
     sequences = turn_sequences(fp32.tokenizer, episodes)
     turns = sum(m.role == "assistant" for e in episodes for m in e.messages)
-    assert len(sequences) == turns
+    assert len(episodes) <= len(sequences) <= turns
     assert {s.trajectory for s in sequences} == set(range(len(episodes)))
 
     batch = collate(sequences, pad_id=0)
@@ -39,7 +41,10 @@ def test_a_padded_forward_pass_reproduces_the_sampling_logprobs(fp32, episodes):
         recomputed = token_logprobs(fp32.base, batch)
 
     mask = batch.loss_mask.bool()
-    assert int(mask.sum()) == sum(len(s.old_logprobs) for s in sequences)
+    sampled = sum(
+        len(m.token_ids) for e in episodes for m in e.messages if m.role == "assistant"
+    )
+    assert int(mask.sum()) == sampled
     assert torch.allclose(recomputed[mask], batch.old_logprobs[mask], atol=1e-4)
 
 
@@ -53,3 +58,29 @@ def test_a_turn_without_sampled_tokens_is_named(fp32, episodes):
         ValueError, match=f"episode {episode.episode_id}: assistant turn"
     ):
         turn_sequences(fp32.tokenizer, [broken])
+
+
+def test_turns_rendered_as_a_prefix_share_one_sequence(fp32):
+    # Prepare: two replies whose sampled ids are their text's own tokens + <|im_end|>
+    tok = fp32.tokenizer
+    end = tok.convert_tokens_to_ids("<|im_end|>")
+    replies = ["Thought: down.\nAction: move down", "Thought: left.\nAction: move left"]
+    ids = [tok(r, add_special_tokens=False)["input_ids"] + [end] for r in replies]
+    messages = [Message("system", "Maze."), Message("user", "Start."),
+                Message("assistant", replies[0], True, ids[0], [-0.5] * len(ids[0])),
+                Message("user", "You moved down.", False),
+                Message("assistant", replies[1], True, ids[1], [-0.25] * len(ids[1])),
+                Message("user", "You moved left.", False)]  # fmt: skip
+    episode = make_episode(messages=messages)
+
+    # Execute
+    (sequence,) = turn_sequences(tok, [episode])
+
+    # Assert: the sampled tokens train, the observation between them is context
+    chat = [{"role": m.role, "content": m.content} for m in messages[:4]]
+    assert sequence.input_ids == prompt_ids(tok, chat) + ids[1]
+    generated = [
+        t for t, on in zip(sequence.input_ids, sequence.generated, strict=True) if on
+    ]
+    assert generated == ids[0] + ids[1]
+    assert sorted(set(sequence.old_logprobs)) == [-0.5, -0.25, 0.0]

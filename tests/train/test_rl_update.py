@@ -65,7 +65,12 @@ def two_replies(model, tokenizer):
     for k, word in enumerate(("left", "right")):
         reply = tokenizer(word, add_special_tokens=False)["input_ids"]
         sequences.append(
-            TurnSequence(prompt + reply, len(prompt), [0.0] * len(reply), k)
+            TurnSequence(
+                prompt + reply,
+                [False] * len(prompt) + [True] * len(reply),
+                [0.0] * (len(prompt) + len(reply)),
+                k,
+            )  # fmt: skip
         )
     batch = collate(sequences, pad_id=0)
     with torch.no_grad():

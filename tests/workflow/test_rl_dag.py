@@ -81,8 +81,31 @@ def test_rerun_is_a_no_op_and_a_lost_span_reruns_alone(run, tmp_path):
     assert planned_jobs(copy, config=CONFIG) == []
     shutil.rmtree(copy / f"{RESULTS}/scalinginter_rl/round=2/global")
     rules = sorted({rule for rule, _ in planned_jobs(copy, config=CONFIG)})
-    assert rules == ["evaluate", "report", "rl_span"]
+    assert rules == ["evaluate", "report", "rl_span", "tts_passk", "tts_turns"]
     planned = planned_jobs(copy, config=CONFIG)
     assert [out for rule, out in planned if rule == "rl_span"] == [
         f"{RESULTS}/scalinginter_rl/round=2/global/adapter"
     ]
+
+
+def test_test_time_scaling_caps_turns_and_samples_k_per_task(run):
+    final = f"{RESULTS}/scalinginter_rl/round=2/tts"
+    short, long = (read_shard(run / f"{final}/turns={h}/env=maze/episodes.parquet").to_pylist()
+                   for h in (1, 2))  # fmt: skip
+    assert (
+        max(r["n_turns"] for r in short) == 1 and max(r["n_turns"] for r in long) <= 2
+    )
+    # greedy: the longer cap replays the shorter episode and goes on, so success
+    # can only grow with the cap (the sweep's invariant)
+    for a, b in zip(short, long, strict=True):
+        assert a["task_id"] == b["task_id"] and a["messages"][2] == b["messages"][2]
+        assert b["success"] >= a["success"]
+    sampled = read_shard(run / f"{final}/passk/env=maze/episodes.parquet").to_pylist()
+    assert sorted(r["sample"] for r in sampled) == [0, 0, 1, 1]
+    assert all(r["temperature"] == 1.0 for r in sampled)
+    metrics = json.loads((run / f"{final}/passk/env=maze/metrics.json").read_text())
+    assert set(metrics["pass_at_k"]) == {"1", "2"} and metrics["samples"] == 2
+    for figure in ("tts_turns", "tts_passk"):
+        assert (run / f"reports/tiny-rl/figures/{figure}.png").read_bytes()[
+            :4
+        ] == b"\x89PNG"

@@ -117,3 +117,20 @@ def buffer_sources(layout, method: Method, round: int, env: str, grow: bool) -> 
     if grow and round > 1:
         inputs["previous"] = layout.client(method.name, round - 1, env, "buffer.json")
     return inputs
+
+
+def tts_files(layout, config: dict, methods: dict[str, Method], leaf: str) -> list[str]:
+    """Test-time scaling of the configured methods' final adapters: a max-turn
+    sweep (``tts.turns``) and pass@k over ``tts.samples`` samples per task."""
+    tts = config["tts"]
+    envs = list(config["envs"])
+    files = []
+    for name in tts["methods"]:
+        if name not in methods:
+            raise ValueError(f"tts.methods: {name!r} is not a configured method")
+        final = methods[name].final_round
+        probes = [f"turns={h}" for h in tts["turns"]] + (
+            ["passk"] if tts["samples"] else []
+        )
+        files += [layout.tts(name, final, p, env, leaf) for p in probes for env in envs]
+    return files

@@ -55,6 +55,12 @@ class Layout:
     def evaluations(self, method: str, round: int | str, envs, leaf: str) -> list[str]:
         return [self.evaluation(method, round, env, leaf) for env in envs]
 
+    def tts(
+        self, method: str, round: int | str, probe: str, env: str, leaf: str
+    ) -> str:
+        """Test-time scaling runs: ``probe`` is ``turns=<h>`` or ``passk``."""
+        return f"{self.results}/{method}/round={round}/tts/{probe}/env={env}/{leaf}"
+
     @property
     def config(self) -> str:
         return f"{self.results}/config.json"

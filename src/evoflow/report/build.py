@@ -19,7 +19,7 @@ from evoflow.methods import (
     method_title,
     methods_from_config,
 )
-from evoflow.report import agentgym, figures
+from evoflow.report import agentgym, figures, scaling
 from evoflow.report.behaviour import behaviour_markdown, explored
 from evoflow.report.tables import (
     ENV_TITLES,
@@ -48,6 +48,11 @@ def report_outputs(config: dict, reports: str) -> dict[str, str]:
     if any(m.kind.family == "agentevol" for m in methods.values()):
         outputs["table3_md"] = f"{reports}/table3.md"
         outputs["table3_csv"] = f"{reports}/table3.csv"
+    tts = config.get("tts") or {}
+    if tts.get("methods") and tts.get("turns"):
+        outputs["tts_turns"] = f"{reports}/figures/tts_turns.png"
+    if tts.get("methods") and tts.get("samples"):
+        outputs["tts_passk"] = f"{reports}/figures/tts_passk.png"
     if any(m.kind.iterative and m.kind.family == "agentevol" for m in methods.values()):
         outputs["iterations"] = f"{reports}/figures/agentevol_iterations.png"
     return outputs
@@ -108,6 +113,7 @@ def build_report(
         figures.rank_tradeoff(points, outputs["ranks"])
     if "table3_md" in outputs:
         _agentgym_report(config, methods, rows, metric_files, outputs)
+    _scaling_figures(config, methods, layout, rows, outputs)
     log.info("report: %d methods, %d envs", len(rows), len(envs))
     return rows
 
@@ -158,6 +164,24 @@ def _agentgym_report(config, methods, rows, metric_files, outputs) -> None:
               if name not in curves and m.kind.family == "agentevol"}  # fmt: skip
     figures.success_curves(curves, static, [*envs, "avg"], titles, outputs["iterations"],
                            ylabel="AgentGym score", xlabel="iteration")  # fmt: skip
+
+
+def _scaling_figures(config, methods, layout, rows, outputs) -> None:
+    """Figure 8 (success vs max turns) and Figure 9 (pass@k vs k)."""
+    envs, tts = list(config["envs"]), config["tts"]
+    titles = {r.method: r.title for r in rows}
+    if "tts_turns" in outputs:
+        curves = {titles[n]: scaling.turns_curve(
+            {h: [layout.tts(n, methods[n].final_round, f"turns={h}", e, "metrics.json")
+                 for e in envs] for h in tts["turns"]}) for n in tts["methods"]}  # fmt: skip
+        scaling.scaling_figure(curves, "max interaction turns", outputs["tts_turns"])
+    if "tts_passk" in outputs:
+        curves = {titles[n]: scaling.passk_curve(
+            [layout.tts(n, methods[n].final_round, "passk", e, "metrics.json") for e in envs])
+            for n in tts["methods"]}  # fmt: skip
+        scaling.scaling_figure(
+            curves, "k (samples per task)", outputs["tts_passk"], log2=True
+        )
 
 
 def _row_order(name: str, method: Method) -> tuple[int, int, str]:

@@ -1,11 +1,16 @@
 """Episodes as RL training sequences, token for token as they were sampled.
 
-Each assistant turn becomes one sequence: the chat before it rendered as the
-policy rendered it to answer (``prompt_ids``, with the reply format's template
-options) followed by the token ids the policy generated. Only those generated
-tokens train (observations, the system prompt and earlier turns are context),
-and their stored sampling log-probs line up with them exactly — no
-re-tokenisation of text. A trajectory's turns share its reward and advantage.
+An episode becomes one sequence — its opening prompt, then each reply's
+sampled token ids, then the next observation as the chat template renders it —
+with the loss on the sampled tokens only (observations, the system prompt and
+the template's headers are context), as AgentGym-RL lays out a trajectory.
+Cost grows with the episode's length, not with its square. Where the template
+does not render the earlier turns as a prefix of the next prompt (a template
+that rewrites history, or a reply whose text re-tokenises differently), the
+next turn starts a new sequence with the prompt the policy saw, so the context
+of every sampled token is exactly what the policy was given. The stored
+sampling log-probs line up with the sampled tokens; a trajectory's sequences
+share its reward and advantage.
 """
 
 from __future__ import annotations
@@ -19,11 +24,11 @@ from evoflow.policy.base import prompt_ids
 from evoflow.store.schema import Episode
 
 
-@dataclass(frozen=True)
+@dataclass
 class TurnSequence:
-    input_ids: list[int]  # prompt, then the generated tokens
-    start: int  # index of the first generated token
-    old_logprobs: list[float]  # one per generated token
+    input_ids: list[int]
+    generated: list[bool]  # True on sampled tokens (the loss positions)
+    old_logprobs: list[float]  # sampling log-prob at each sampled token, else 0
     trajectory: int  # index of the episode in the batch
 
 
@@ -42,13 +47,15 @@ class RLBatch:
 def turn_sequences(
     tokenizer, episodes: list[Episode], template=NO_THINKING
 ) -> list[TurnSequence]:
-    """Every generated assistant turn of ``episodes`` as a sequence.
+    """The sampled turns of ``episodes`` as sequences (one per episode where
+    the template allows; see the module notes).
 
     Raises ``ValueError`` naming the episode when a turn lacks token ids or
     log-probs (a backend that does not report them cannot feed RL).
     """
     sequences = []
     for index, episode in enumerate(episodes):
+        current: TurnSequence | None = None
         for k, message in enumerate(episode.messages):
             if message.role != "assistant" or message.loss is False:
                 continue
@@ -61,14 +68,16 @@ def turn_sequences(
                 {"role": m.role, "content": m.content} for m in episode.messages[:k]
             ]
             prompt = prompt_ids(tokenizer, chat, template)
-            sequences.append(
-                TurnSequence(
-                    prompt + list(message.token_ids),
-                    len(prompt),
-                    list(message.logprobs),
-                    index,
-                )  # fmt: skip
-            )
+            if current is None or prompt[: len(current.input_ids)] != current.input_ids:
+                current = TurnSequence([], [], [], index)
+                sequences.append(current)
+            context = prompt[len(current.input_ids) :]
+            tokens = list(message.token_ids)
+            current.input_ids += context + tokens
+            current.generated += [False] * len(context) + [True] * len(tokens)
+            current.old_logprobs += [0.0] * len(context) + list(message.logprobs)[
+                : len(tokens)
+            ]
     return sequences
 
 
@@ -83,13 +92,11 @@ def collate(sequences: list[TurnSequence], pad_id: int) -> RLBatch:
         trajectory=torch.tensor([s.trajectory for s in sequences]),
     )
     for row, s in enumerate(sequences):
-        size, generated = len(s.input_ids), len(s.input_ids) - s.start
+        size = len(s.input_ids)
         batch.input_ids[row, :size] = torch.tensor(s.input_ids)
         batch.attention_mask[row, :size] = 1
-        batch.loss_mask[row, s.start : size] = 1
-        batch.old_logprobs[row, s.start : size] = torch.tensor(
-            s.old_logprobs[:generated]
-        )
+        batch.loss_mask[row, :size] = torch.tensor(s.generated, dtype=torch.float32)
+        batch.old_logprobs[row, :size] = torch.tensor(s.old_logprobs)
     return batch
 
 

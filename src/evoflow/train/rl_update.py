@@ -105,7 +105,6 @@ def update(model, optimizer, batch: RLBatch, advantages: torch.Tensor,
     totals = torch.zeros(5)
     rows = torch.arange(batch.input_ids.shape[0])
     tokens = batch.loss_mask.sum().clamp(min=1)
-    trainable = [p for g in optimizer.param_groups for p in g["params"]]
     for _ in range(config.update_epochs):
         optimizer.zero_grad(set_to_none=True)
         for chunk in rows.split(config.micro_batch):
@@ -118,7 +117,8 @@ def update(model, optimizer, batch: RLBatch, advantages: torch.Tensor,
             weight = part.loss_mask.sum() / tokens  # token mean over the batch
             (loss * weight).backward()
             totals += torch.stack([loss.detach(), *parts]) * weight
-        torch.nn.utils.clip_grad_norm_(trainable, config.max_grad_norm)
+        for group in optimizer.param_groups:  # policy and critic clipped apart
+            torch.nn.utils.clip_grad_norm_(group["params"], config.max_grad_norm)
         optimizer.step()
     totals /= config.update_epochs
     return UpdateStats(*totals.tolist(), tokens=int(tokens))

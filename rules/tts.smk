@@ -1,0 +1,40 @@
+# Test-time scaling of a method's final adapter (evoflow.evaluate.scaling):
+# greedy evaluation at each max-turn cap, and pass@k over k samples per task.
+
+
+rule tts_turns:
+    input:
+        unpack(eval_adapters),
+    output:
+        episodes=tts_outputs("turns={turns}", "episodes.parquet"),
+        metrics=tts_outputs("turns={turns}", "metrics.json"),
+    log:
+        f"{LOGS}/{{method}}/round={{round}}/tts_turns={{turns}}.log",
+    wildcard_constraints:
+        turns="[0-9]+",
+    params:
+        settings=lambda wc: runtime_settings_with_turns(int(wc.turns)),
+        envs=ENVS,
+    threads: 1
+    conda:
+        ENV
+    script:
+        "../scripts/evaluate.py"
+
+
+rule tts_passk:
+    input:
+        unpack(eval_adapters),
+    output:
+        episodes=tts_outputs("passk", "episodes.parquet"),
+        metrics=tts_outputs("passk", "metrics.json"),
+    log:
+        f"{LOGS}/{{method}}/round={{round}}/tts_passk.log",
+    params:
+        settings=runtime_settings(ENVS, ["test", "max_turns", "remote"]),
+        samples=config["tts"]["samples"],
+    threads: 1
+    conda:
+        ENV
+    script:
+        "../scripts/passk.py"

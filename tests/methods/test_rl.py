@@ -1,0 +1,81 @@
+"""The RL family's wiring, called directly (no Snakemake)."""
+
+from __future__ import annotations
+
+import pytest
+
+from evoflow.config import validate_config
+from evoflow.errors import ConfigError
+from evoflow.methods import Layout, methods_from_config, rl
+
+LAYOUT = Layout("r")
+
+
+def methods(**settings) -> dict:
+    config = validate_config({
+        "experiment": "x", "envs": {"babyai": {}, "textcraft": {}},
+        "rl": settings,
+        "methods": {"agenttraj_sft": {}, "agentgym_rl": {}, "scalinginter_rl": {},
+                    "reinforce": {"kind": "agentgym_rl",
+                                  "rl": {"trainer": {"estimator": "reinforce_pp"}}}},
+    })  # fmt: skip
+    return methods_from_config(config)
+
+
+def test_paper_defaults_and_spans():
+    m = methods()["scalinginter_rl"]
+    config = rl.trainer_config(m, seed=0)
+    assert (config.estimator, config.learning_rate, config.samples_per_task) == (
+        "grpo",
+        1e-6,
+        8,
+    )
+    assert (config.temperature, config.kl_coef, config.clip) == (1.0, 1e-3, 0.2)
+    # 300 steps in spans of 50: six jobs, each evaluated, plus the start (round 0)
+    assert m.rounds == 6 and m.eval_rounds == [0, 1, 2, 3, 4, 5, 6]
+    assert rl.span_range(m, 1) == (0, 50) and rl.span_range(m, 6) == (250, 50)
+    assert rl.schedule(m, 20).horizons == (10, 20, 30)
+    assert rl.schedule(methods()["agentgym_rl"], 20).horizons == (20,)
+
+
+def test_a_last_short_span_and_a_method_override():
+    found = methods(steps=7, span_steps=3, horizons=[6, 13, 20], phase_steps=2)
+    m = found["scalinginter_rl"]
+    assert m.rounds == 3 and rl.span_range(m, 3) == (6, 1)
+    assert [rl.schedule(m, 20).horizon(s) for s in range(6)] == [6, 6, 13, 13, 20, 20]
+    assert rl.trainer_config(found["reinforce"], 0).estimator == "reinforce_pp"
+
+
+def test_spans_chain_from_the_init_adapter():
+    m = methods(init="agenttraj_sft", steps=4, span_steps=2)["agentgym_rl"]
+    assert rl.span_inputs(LAYOUT, m, 1) == {
+        "init": "r/agenttraj_sft/round=1/global/adapter"
+    }
+    assert rl.span_inputs(LAYOUT, m, 2) == {
+        "adapter": "r/agentgym_rl/round=1/global/adapter",
+        "state": "r/agentgym_rl/round=1/global/state.pt",
+    }
+    assert rl.eval_adapters(LAYOUT, m, 0, []) == {
+        "global": "r/agenttraj_sft/round=1/global/adapter"
+    }
+    fresh = methods(steps=4, span_steps=2)["agentgym_rl"]
+    assert (
+        rl.span_inputs(LAYOUT, fresh, 1) == {}
+        and rl.eval_adapters(LAYOUT, fresh, 0, []) == {}
+    )
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"horizons": [10, 5]}, "horizons must increase"),
+        ({"init": "nothing"}, "'nothing' is not a configured method"),
+        (
+            {"trainer": {"estimator": "grpo", "samples_per_task": 1}},
+            "samples_per_task must be >= 2",
+        ),
+    ],
+)
+def test_bad_settings_are_named(settings, message):
+    with pytest.raises((ConfigError, ValueError), match=message):
+        methods(**settings)
