@@ -159,6 +159,12 @@ def test_a_span_killed_midway_reruns_to_the_same_adapter(tmp_path):
         for p in (killed, tmp_path / "b")
     ]
     assert played[0].equals(played[1])  # the same episodes, token for token
+    # and resuming from the files equals never stopping: one span of all 5 steps
+    run_span(span(0, 5), config, pool, policy, tmp_path / "whole", progress=False)
+    weights = "adapter_model.safetensors"
+    assert (tmp_path / "whole" / ADAPTER / weights).read_bytes() == (
+        killed / ADAPTER / weights
+    ).read_bytes()
     first = (tmp_path / "a" / ADAPTER / "adapter_model.safetensors").read_bytes()
     assert (
         first != (killed / ADAPTER / "adapter_model.safetensors").read_bytes()
