@@ -47,9 +47,11 @@ def per_turn(episodes):
     for episode in episodes:
         for k, message in enumerate(episode.messages):
             if message.role == "assistant":
-                out.append(
-                    dataclasses.replace(episode, messages=episode.messages[: k + 1])
-                )
+                earlier = [
+                    dataclasses.replace(m, loss=False) if m.role == "assistant" else m
+                    for m in episode.messages[:k]
+                ]
+                out.append(dataclasses.replace(episode, messages=[*earlier, message]))
     return out
 
 
