@@ -60,7 +60,12 @@ def resolve(config: dict, entry: dict) -> tuple[int, dict]:
     RLConfig(**{"seed": config["seed"], **trainer})
     if settings.init is not None and settings.init not in config["methods"]:
         raise ValueError(f"rl.init {settings.init!r} is not a configured method")
-    return math.ceil(settings.steps / settings.span_steps), asdict(settings)
+    return span_count(asdict(settings)), asdict(settings)
+
+
+def span_count(options: dict) -> int:
+    """Spans (rounds) of a method with these settings."""
+    return math.ceil(options["steps"] / options["span_steps"])
 
 
 def link(method: Method, methods: dict[str, Method]) -> Method:

@@ -52,5 +52,5 @@ def run_rl_span(settings: dict, config_hash: str, method: str, round: int,
 
 def _method(name: str, settings: dict) -> Method:
     kind: Kind = KINDS[settings["kind"]]
-    rounds = -(-settings["options"]["steps"] // settings["options"]["span_steps"])
-    return Method(name, kind, rounds, 1, SFTConfig(), settings["options"])
+    options = settings["options"]
+    return Method(name, kind, rl.span_count(options), 1, SFTConfig(), options)
