@@ -7,7 +7,7 @@ from evoflow.config import config_hash, validate_config
 from evoflow.methods import POOLED, Layout, family, methods_from_config
 from evoflow.methods.base import tts_files
 from evoflow.methods.layout import EXPERT, EXPERT_SETS
-from evoflow.report.build import rank_methods, report_outputs
+from evoflow.report.build import rank_methods, report_outputs, report_rl_inputs
 
 # Fill defaults in place so every rule sees the same resolved config; a wrong
 # key, type or value stops the workflow here with a message naming the key.
@@ -155,7 +155,8 @@ REPORT = report_outputs(config, REPORTS)
 REPORT_CAPTIONS = {"table_md": "table1.rst", "table_csv": "table1.rst", "table_tex": "table1.rst",
                    "curves": "curves.rst", "ablations": "ablations.rst", "ranks": "ranks.rst",
                    "table3_md": "table3.rst", "table3_csv": "table3.rst",
-                   "iterations": "iterations.rst", "tts_turns": "tts.rst", "tts_passk": "tts.rst"}
+                   "iterations": "iterations.rst", "tts_turns": "tts.rst", "tts_passk": "tts.rst",
+                   "rl_training": "rl.rst", "rl_tables": "rl.rst", "rl_tables_csv": "rl.rst"}
 
 
 def rank_comm_files():

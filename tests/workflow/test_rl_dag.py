@@ -3,7 +3,7 @@ horizon each step used, what a span stores, and resume.
 
 ``tiny_rl.yaml``: 3 steps in spans of 2 (span 1 = steps 0-1, span 2 = step 2),
 ScalingInter-RL horizons [1, 2] every 2 steps, the fixed-horizon baseline at
-each env's own cap (maze 3, doors 1), both starting from AgentTraj-SFT.
+each env's own cap (textcraft 3, doors 1), both starting from AgentTraj-SFT.
 """
 
 from __future__ import annotations
@@ -38,9 +38,11 @@ def test_spans_cover_the_steps_with_the_scheduled_horizons(run):
     horizons = {m: [(s["step"], s["horizon"]) for span in (1, 2) for s in steps(run, m, span)]
                 for m in ("agentgym_rl", "scalinginter_rl")}  # fmt: skip
     assert horizons["scalinginter_rl"] == [
-        (0, {"maze": 1, "doors": 1}), (1, {"maze": 1, "doors": 1}), (2, {"maze": 2, "doors": 2}),
+        (0, {"textcraft": 1, "doors": 1}), (1, {"textcraft": 1, "doors": 1}), (2, {"textcraft": 2, "doors": 2}),
     ]  # fmt: skip
-    assert horizons["agentgym_rl"] == [(s, {"maze": 3, "doors": 1}) for s in range(3)]
+    assert horizons["agentgym_rl"] == [
+        (s, {"textcraft": 3, "doors": 1}) for s in range(3)
+    ]
     for method in horizons:
         state = torch.load(run / f"{RESULTS}/{method}/round=2/global/state.pt",
                            weights_only=False)  # fmt: skip
@@ -65,14 +67,42 @@ def test_rl_starts_from_the_sft_adapter_and_rows_reach_the_report(run):
     assert "| AgentGym-RL |" in table and "| ScalingInter-RL |" in table
     assert "RL after 2 span(s)" in table
     round0 = json.loads(
-        (run / f"{RESULTS}/agentgym_rl/round=0/eval/env=maze/metrics.json").read_text()
+        (
+            run / f"{RESULTS}/agentgym_rl/round=0/eval/env=textcraft/metrics.json"
+        ).read_text()
     )
     sft = json.loads(
         (
-            run / f"{RESULTS}/agenttraj_sft/round=1/eval/env=maze/metrics.json"
+            run / f"{RESULTS}/agenttraj_sft/round=1/eval/env=textcraft/metrics.json"
         ).read_text()
     )
     assert round0["adapter_sha256"] == sft["adapter_sha256"] is not None
+
+
+def test_the_papers_subset_tables_count_our_final_evaluation(run):
+    text = (run / "reports/tiny-rl/agentgym_rl_tables.md").read_text()
+    assert "**TextCraft** (AgentGym-RL Table 3" in text
+    assert "| paper: ScalingInter-7B | 100.0 | 97.6 | 76.0 | 33.3 | 91.0 |" in text
+    cells = {}
+    for line in (
+        (run / "reports/tiny-rl/agentgym_rl_tables.csv").read_text().split()[1:]
+    ):
+        env, method, subset, wins, n = line.split(",")
+        cells[method, subset] = (int(wins), int(n))
+    for name, title in (
+        ("agentgym_rl", "AgentGym-RL"),
+        ("scalinginter_rl", "ScalingInter-RL"),
+    ):
+        metrics = json.loads(
+            (
+                run / f"{RESULTS}/{name}/round=2/eval/env=textcraft/metrics.json"
+            ).read_text()
+        )  # the pooled cell, from the episodes, equals the evaluation's own count
+        assert cells[title, "Overall"] == (metrics["successes"], metrics["episodes"])
+        assert f"| {title} | GRPO |" in text  # Table 6
+    assert (run / "reports/tiny-rl/figures/rl_training.png").read_bytes()[
+        :4
+    ] == b"\x89PNG"
 
 
 def test_rerun_is_a_no_op_and_a_lost_span_reruns_alone(run, tmp_path):
@@ -90,7 +120,7 @@ def test_rerun_is_a_no_op_and_a_lost_span_reruns_alone(run, tmp_path):
 
 def test_test_time_scaling_caps_turns_and_samples_k_per_task(run):
     final = f"{RESULTS}/scalinginter_rl/round=2/tts"
-    short, long = (read_shard(run / f"{final}/turns={h}/env=maze/episodes.parquet").to_pylist()
+    short, long = (read_shard(run / f"{final}/turns={h}/env=textcraft/episodes.parquet").to_pylist()
                    for h in (1, 2))  # fmt: skip
     assert (
         max(r["n_turns"] for r in short) == 1 and max(r["n_turns"] for r in long) <= 2
@@ -100,10 +130,14 @@ def test_test_time_scaling_caps_turns_and_samples_k_per_task(run):
     for a, b in zip(short, long, strict=True):
         assert a["task_id"] == b["task_id"] and a["messages"][2] == b["messages"][2]
         assert b["success"] >= a["success"]
-    sampled = read_shard(run / f"{final}/passk/env=maze/episodes.parquet").to_pylist()
+    sampled = read_shard(
+        run / f"{final}/passk/env=textcraft/episodes.parquet"
+    ).to_pylist()
     assert sorted(r["sample"] for r in sampled) == [0, 0, 1, 1]
     assert all(r["temperature"] == 1.0 for r in sampled)
-    metrics = json.loads((run / f"{final}/passk/env=maze/metrics.json").read_text())
+    metrics = json.loads(
+        (run / f"{final}/passk/env=textcraft/metrics.json").read_text()
+    )
     assert set(metrics["pass_at_k"]) == {"1", "2"} and metrics["samples"] == 2
     for figure in ("tts_turns", "tts_passk"):
         assert (run / f"reports/tiny-rl/figures/{figure}.png").read_bytes()[

@@ -19,7 +19,8 @@ from evoflow.methods import (
     method_title,
     methods_from_config,
 )
-from evoflow.report import agentgym, figures, scaling
+from evoflow.methods import rl as rl_family
+from evoflow.report import agentgym, agentgym_rl, figures, scaling
 from evoflow.report.behaviour import behaviour_markdown, explored
 from evoflow.report.tables import (
     ENV_TITLES,
@@ -55,7 +56,25 @@ def report_outputs(config: dict, reports: str) -> dict[str, str]:
         outputs["tts_passk"] = f"{reports}/figures/tts_passk.png"
     if any(m.kind.iterative and m.kind.family == "agentevol" for m in methods.values()):
         outputs["iterations"] = f"{reports}/figures/agentevol_iterations.png"
+    if _rl_methods(methods):
+        outputs["rl_training"] = f"{reports}/figures/rl_training.png"
+        if set(config["envs"]) & set(agentgym_rl.TABLES):
+            outputs["rl_tables"] = f"{reports}/agentgym_rl_tables.md"
+            outputs["rl_tables_csv"] = f"{reports}/agentgym_rl_tables.csv"
     return outputs
+
+
+def report_rl_inputs(config: dict, results: str) -> list[str]:
+    """What the RL figure and tables read besides metrics: every span's
+    metrics, and each method's final evaluation episodes (per-subset cells)."""
+    methods, layout = methods_from_config(config), Layout(results)
+    files = [layout.server(name, r, "metrics.json")
+             for name, m in _rl_methods(methods).items() for r in range(1, m.rounds + 1)]  # fmt: skip
+    envs = [e for e in config["envs"] if e in agentgym_rl.TABLES]
+    if files and envs:
+        for name, m in methods.items():
+            files += layout.evaluations(name, m.final_round, envs, "episodes.parquet")
+    return files
 
 
 def build_report(
@@ -114,6 +133,8 @@ def build_report(
     if "table3_md" in outputs:
         _agentgym_report(config, methods, rows, metric_files, outputs)
     _scaling_figures(config, methods, layout, rows, outputs)
+    if "rl_training" in outputs:
+        _rl_report(config, methods, layout, rows, outputs)
     log.info("report: %d methods, %d envs", len(rows), len(envs))
     return rows
 
@@ -182,6 +203,33 @@ def _scaling_figures(config, methods, layout, rows, outputs) -> None:
         scaling.scaling_figure(
             curves, "k (samples per task)", outputs["tts_passk"], log2=True
         )
+
+
+def _rl_methods(methods: dict[str, Method]) -> dict[str, Method]:
+    return {n: m for n, m in methods.items() if m.kind.family == "rl"}
+
+
+def _rl_report(config, methods, layout, rows, outputs) -> None:
+    """Training success and turns by step (Figure 7's axes); the paper's
+    per-subset Tables 3–5 and algorithm Table 6 with ours beside them."""
+    titles = {r.method: r.title for r in rows}
+    steps = {titles[name]: [row for r in range(1, m.rounds + 1) for row in json.loads(
+                 Path(layout.server(name, r, "metrics.json")).read_text())["steps"]]
+             for name, m in _rl_methods(methods).items()}  # fmt: skip
+    figures.training_curves(steps, outputs["rl_training"])
+    if "rl_tables" not in outputs:
+        return
+    envs = [e for e in config["envs"] if e in agentgym_rl.TABLES]
+    ours = {env: {titles[name]: agentgym_rl.read_results(
+                env, layout.evaluation(name, m.final_round, env, "episodes.parquet"))
+            for name, m in methods.items()} for env in envs}  # fmt: skip
+    algorithms = [(titles[name], rl_family.trainer_config(m, config["seed"]).estimator,
+                   {e: next(r for r in rows if r.method == name).rate(e) for e in envs})
+                  for name, m in _rl_methods(methods).items()]  # fmt: skip
+    text = "\n".join(agentgym_rl.subset_table(env, ours[env]) for env in envs)
+    text += "\n" + agentgym_rl.algorithm_table(algorithms)
+    agentgym_rl.write_text(outputs["rl_tables"], text)
+    agentgym_rl.write_text(outputs["rl_tables_csv"], agentgym_rl.tables_csv(ours))
 
 
 def _row_order(name: str, method: Method) -> tuple[int, int, str]:

@@ -102,3 +102,27 @@ def rank_tradeoff(points: Sequence[tuple[int, float, float]], path: str | Path) 
     ax.set_ylabel("avg success rate (%)")
     ax.grid(alpha=0.3)
     _save(figure, path)
+
+
+def training_curves(
+    steps: Mapping[str, Sequence[Mapping]], path: str | Path, window: int = 3
+) -> None:
+    """RL training by step, one line per method: success of the step's rollouts
+    (faint) and its running mean over ``window`` steps, and mean turns played."""
+    figure = _figure(9.0, 3.2)
+    left, right = figure.subplots(1, 2)
+    for i, (name, rows) in enumerate(steps.items()):
+        x = [r["step"] for r in rows]
+        success = [100.0 * r["success"] for r in rows]
+        smooth = [sum(success[max(0, j - window + 1) : j + 1]) / len(success[max(0, j - window + 1) : j + 1])
+                  for j in range(len(success))]  # fmt: skip
+        left.plot(x, success, color=f"C{i}", alpha=0.3, linewidth=1)
+        left.plot(x, smooth, color=f"C{i}", label=name)
+        right.plot(x, [r["turns"] for r in rows], color=f"C{i}", marker=".", label=name)
+    left.set_ylabel(f"training success (%), mean of {window} steps")
+    right.set_ylabel("mean turns per episode")
+    for ax in (left, right):
+        ax.set_xlabel("training step")
+        ax.grid(alpha=0.3)
+    left.legend(fontsize="small")
+    _save(figure, path)
