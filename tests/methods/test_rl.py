@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from evoflow.config import validate_config
@@ -34,15 +36,18 @@ def test_paper_defaults_and_spans():
     # 300 steps in spans of 50: six jobs, each evaluated, plus the start (round 0)
     assert m.rounds == 6 and m.eval_rounds == [0, 1, 2, 3, 4, 5, 6]
     assert rl.span_range(m, 1) == (0, 50) and rl.span_range(m, 6) == (250, 50)
-    assert rl.schedule(m, 20).horizons == (10, 20, 30)
-    assert rl.schedule(methods()["agentgym_rl"], 20).horizons == (20,)
+    assert rl.schedule(m).horizons == (10, 20, 30)
+    assert rl.schedule(methods()["agentgym_rl"]) is None  # each env's own max_turns
+    short = replace(m, kind=methods()["agentgym_rl"].kind,
+                    options={**m.options, "horizon": 5})  # fmt: skip
+    assert [rl.schedule(short).horizon(s) for s in (0, 299)] == [5, 5]
 
 
 def test_a_last_short_span_and_a_method_override():
     found = methods(steps=7, span_steps=3, horizons=[6, 13, 20], phase_steps=2)
     m = found["scalinginter_rl"]
     assert m.rounds == 3 and rl.span_range(m, 3) == (6, 1)
-    assert [rl.schedule(m, 20).horizon(s) for s in range(6)] == [6, 6, 13, 13, 20, 20]
+    assert [rl.schedule(m).horizon(s) for s in range(6)] == [6, 6, 13, 13, 20, 20]
     assert rl.trainer_config(found["reinforce"], 0).estimator == "reinforce_pp"
 
 

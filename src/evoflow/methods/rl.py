@@ -85,12 +85,13 @@ def trainer_config(method: Method, seed: int) -> RLConfig:
     return RLConfig(**{"seed": seed, **settings(method).trainer})
 
 
-def schedule(method: Method, max_turns: int) -> HorizonSchedule:
-    """The horizon by step: phases for ScalingInter-RL, one horizon otherwise."""
+def schedule(method: Method) -> HorizonSchedule | None:
+    """The horizon by step: phases for ScalingInter-RL, ``rl.horizon`` for a
+    fixed one; None: every env plays up to its own ``max_turns``."""
     options = settings(method)
     if method.kind.name == "scalinginter_rl":
         return HorizonSchedule(tuple(options.horizons), options.phase_steps)
-    return HorizonSchedule((options.horizon or max_turns,))
+    return HorizonSchedule((options.horizon,)) if options.horizon else None
 
 
 def span_range(method: Method, round: int) -> tuple[int, int]:

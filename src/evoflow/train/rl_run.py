@@ -37,11 +37,8 @@ def run_rl_span(settings: dict, config_hash: str, method: str, round: int,
         max_invalid=settings["generation"]["max_invalid"],
     )  # fmt: skip
     start, steps = rl.span_range(resolved, round)
-    schedule = None
-    if resolved.kind.name == "scalinginter_rl" or rl.settings(resolved).horizon:
-        schedule = rl.schedule(resolved, max(e["max_turns"] for e in envs.values()))
     span = Span(settings["model"]["name"], settings["experiment"], method, start,
-                steps, schedule, config_hash)  # fmt: skip
+                steps, rl.schedule(resolved), config_hash)  # fmt: skip
     policy = policy_from_config(settings)
     try:
         return run_span(span, config, pool, policy, output,
