@@ -41,6 +41,13 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
             tmp.unlink()
 
 
+def write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+    return Path(path)
+
+
 def write_json(path: str | Path, payload: Any) -> Path:
     """Write ``payload`` as indented JSON, atomically."""
     with atomic_path(path) as tmp:

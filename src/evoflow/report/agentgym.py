@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from evoflow.atomic import atomic_path
+from evoflow.atomic import write_text
 from evoflow.provenance import REPO_ROOT
 from evoflow.report.tables import ENV_TITLES, md_row, pct
 
@@ -103,8 +103,7 @@ def table3_csv(rows, envs: Sequence[str]) -> str:
 def write_table3(rows, envs, model: str, md: str | Path, csv_path: str | Path) -> None:
     for path, text in ((md, table3_markdown(rows, envs, model)),
                        (csv_path, table3_csv(rows, envs))):  # fmt: skip
-        with atomic_path(path) as tmp:
-            tmp.write_text(text)
+        write_text(path, text)
 
 
 def _heading(env: str) -> str:

@@ -32,7 +32,6 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from evoflow.atomic import atomic_path
 from evoflow.provenance import REPO_ROOT
 from evoflow.report.tables import ENV_TITLES, md_row, pct
 from evoflow.store.shards import read_shard
@@ -191,8 +190,3 @@ def tables_csv(ours: Mapping[str, Mapping[str, Mapping[str, tuple[int, int]]]]) 
             for subset, (wins, n) in results.items():
                 lines.append(f"{env},{title},{subset},{wins},{n}")
     return "\n".join(lines) + "\n"
-
-
-def write_text(path: str | Path, text: str) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_text(text)

@@ -10,6 +10,7 @@ import json
 import logging
 from pathlib import Path
 
+from evoflow.atomic import write_text
 from evoflow.methods import (
     ABLATION_KINDS,
     KINDS,
@@ -58,7 +59,7 @@ def report_outputs(config: dict, reports: str) -> dict[str, str]:
         outputs["iterations"] = f"{reports}/figures/agentevol_iterations.png"
     if _rl_methods(methods):
         outputs["rl_training"] = f"{reports}/figures/rl_training.png"
-        if set(config["envs"]) & set(agentgym_rl.TABLES):
+        if _table_envs(config):
             outputs["rl_tables"] = f"{reports}/agentgym_rl_tables.md"
             outputs["rl_tables_csv"] = f"{reports}/agentgym_rl_tables.csv"
     return outputs
@@ -70,7 +71,7 @@ def report_rl_inputs(config: dict, results: str) -> list[str]:
     methods, layout = methods_from_config(config), Layout(results)
     files = [layout.server(name, r, "metrics.json")
              for name, m in _rl_methods(methods).items() for r in range(1, m.rounds + 1)]  # fmt: skip
-    envs = [e for e in config["envs"] if e in agentgym_rl.TABLES]
+    envs = _table_envs(config)
     if files and envs:
         for name, m in methods.items():
             files += layout.evaluations(name, m.final_round, envs, "episodes.parquet")
@@ -209,6 +210,11 @@ def _rl_methods(methods: dict[str, Method]) -> dict[str, Method]:
     return {n: m for n, m in methods.items() if m.kind.family == "rl"}
 
 
+def _table_envs(config: dict) -> list[str]:
+    """The experiment's envs that AgentGym-RL tabulates by subset."""
+    return [e for e in config["envs"] if e in agentgym_rl.TABLES]
+
+
 def _rl_report(config, methods, layout, rows, outputs) -> None:
     """Training success and turns by step (Figure 7's axes); the paper's
     per-subset Tables 3–5 and algorithm Table 6 with ours beside them."""
@@ -219,7 +225,7 @@ def _rl_report(config, methods, layout, rows, outputs) -> None:
     figures.training_curves(steps, outputs["rl_training"])
     if "rl_tables" not in outputs:
         return
-    envs = [e for e in config["envs"] if e in agentgym_rl.TABLES]
+    envs = _table_envs(config)
     ours = {env: {titles[name]: agentgym_rl.read_results(
                 env, layout.evaluation(name, m.final_round, env, "episodes.parquet"))
             for name, m in methods.items()} for env in envs}  # fmt: skip
@@ -228,8 +234,8 @@ def _rl_report(config, methods, layout, rows, outputs) -> None:
                   for name, m in _rl_methods(methods).items()]  # fmt: skip
     text = "\n".join(agentgym_rl.subset_table(env, ours[env]) for env in envs)
     text += "\n" + agentgym_rl.algorithm_table(algorithms)
-    agentgym_rl.write_text(outputs["rl_tables"], text)
-    agentgym_rl.write_text(outputs["rl_tables_csv"], agentgym_rl.tables_csv(ours))
+    write_text(outputs["rl_tables"], text)
+    write_text(outputs["rl_tables_csv"], agentgym_rl.tables_csv(ours))
 
 
 def _row_order(name: str, method: Method) -> tuple[int, int, str]:

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evoflow.atomic import atomic_path
+from evoflow.atomic import write_text
 from evoflow.provenance import REPO_ROOT
 
 ENV_ORDER = ("babyai", "webshop", "textcraft", "maze", "wordle", "sciworld")
@@ -180,8 +180,7 @@ def write_tables(rows: Sequence[Row], md: str | Path, csv_path: str | Path, tex:
                  reference=None, note: str = "", companion: str = "") -> None:  # fmt: skip
     for path, text in ((md, markdown(rows, reference, note, companion)), (csv_path, csv_text(rows)),
                        (tex, latex(rows))):  # fmt: skip
-        with atomic_path(path) as tmp:
-            tmp.write_text(text)
+        write_text(path, text)
 
 
 def pct(value: float | None) -> str:
