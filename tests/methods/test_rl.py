@@ -7,8 +7,11 @@ from dataclasses import replace
 import pytest
 
 from evoflow.config import validate_config
+from evoflow.envs import split_ids
+from evoflow.envs.babyai import BabyAIEnv
 from evoflow.errors import ConfigError
 from evoflow.methods import Layout, methods_from_config, rl
+from evoflow.train.rl_run import training_tasks
 
 LAYOUT = Layout("r")
 
@@ -79,8 +82,26 @@ def test_spans_chain_from_the_init_adapter():
             {"trainer": {"estimator": "grpo", "samples_per_task": 1}},
             "samples_per_task must be >= 2",
         ),
+        (
+            {"train_strata": {"webshop": ["x"]}},
+            "train_strata names envs not configured",
+        ),
     ],
 )
 def test_bad_settings_are_named(settings, message):
     with pytest.raises((ConfigError, ValueError), match=message):
         methods(**settings)
+
+
+def test_training_tasks_come_from_the_named_strata_only():
+    envs = {"babyai": {"remote": None}, "textcraft": {"remote": None}}
+    tasks = training_tasks(envs, {"babyai": ["goto"]})
+    babyai = [t for env, t in tasks if env == "babyai"]
+    # BabyAI's train split holds 20 tasks of each of the 11 GoTo levels (800 in all)
+    assert len(babyai) == 220
+    assert all(BabyAIEnv.stratum(t) == "goto" for t in babyai)
+    assert len(tasks) - 220 == len(split_ids("textcraft", "train"))  # untouched
+    with pytest.raises(
+        ValueError, match="no training task in .'gotox'.; its strata are"
+    ):
+        training_tasks(envs, {"babyai": ["gotox"]})

@@ -3,12 +3,14 @@ resume bit-identically after a kill -9."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -28,9 +30,11 @@ from evoflow.train.rl_trainer import (
     STATE,
     Span,
     TaskPool,
+    mixed_groups,
     run_span,
 )
 from evoflow.train.rl_update import token_advantages
+from tests.helpers import make_episode
 
 
 def two_turn_batch() -> RLBatch:
@@ -179,3 +183,64 @@ def test_a_span_must_start_where_its_predecessor_ended(tmp_path):
         run_span(
             span(3, 1), config, pool, policy, tmp_path / "b", previous=tmp_path / "a"
         )
+
+
+def test_dynamic_sampling_keeps_only_groups_whose_rewards_differ():
+    # groups: 100 -> {1, 0} mixed; 101 -> {0, 0} flat; 102 -> {1, 1} flat
+    episodes = [make_episode(0, task_id=t, reward=r, episode_id=f"{t}-{k}")
+                for k, (t, r) in enumerate([("100", 1.0), ("100", 0.0), ("101", 0.0),
+                                             ("101", 0.0), ("102", 1.0), ("102", 1.0)])]  # fmt: skip
+    assert [e.episode_id for e in mixed_groups(episodes)] == ["100-0", "100-1"]
+
+
+class ScriptedDoors(DoorsEnv):
+    """Doors paying 0 for every reply, except task 100: 0, 1, 0, … by episode."""
+
+    played = itertools.count()
+
+    def _reset(self, task_id: str) -> str:
+        self.task = task_id
+        self.pays = float(task_id == "100" and next(self.played) % 2 == 1)
+        return super()._reset(task_id)
+
+    def invalid_reply(self, reason: str, format_name: str | None = None) -> Step:
+        return Step("done", self.pays, True, self.pays > 0)
+
+    def _step(self, action: str) -> Step:
+        return Step("done", self.pays, True, self.pays > 0)
+
+
+def dynamic_setup(tasks, **overrides):
+    policy, pool, config = tiny_setup(ScriptedDoors, tasks)
+    return policy, pool, replace(config, dynamic_sampling=True, **overrides)
+
+
+def test_a_step_with_no_reward_signal_draws_again_then_skips_the_update(tmp_path):
+    policy, pool, config = dynamic_setup(["101", "102", "103", "104", "105", "106"],
+                                         tasks_per_step=2, max_draws=3)  # fmt: skip
+    metrics = run_span(span(0, 1), config, pool, policy, tmp_path / "s", progress=False)
+    row = metrics["steps"][0]
+    assert (row["draws"], row["episodes"], row["trained_groups"]) == (3, 12, 0)
+    assert row["updated"] is False and row["zero_variance_groups"] == 1.0
+    stored = read_shard(tmp_path / "s" / ROLLOUTS).to_pylist()
+    assert len({r["task_id"] for r in stored}) == 6  # no task drawn twice in a step
+    start = run_span(
+        span(0, 0), config, pool, policy, tmp_path / "init", progress=False
+    )
+    assert start["steps"] == []
+    assert _weights(tmp_path / "s") == _weights(tmp_path / "init")  # untouched
+
+
+def test_dynamic_sampling_trains_on_the_mixed_group_once_it_is_drawn(tmp_path):
+    policy, pool, config = dynamic_setup(["100", "101"], tasks_per_step=1, max_draws=2)
+    metrics = run_span(span(0, 1), config, pool, policy, tmp_path / "s", progress=False)
+    row = metrics["steps"][0]
+    assert row["trained_groups"] == 1 and row["updated"] is True
+    assert row["episodes"] == 2 * row["draws"]  # stops at the draw holding task 100
+
+
+def _weights(folder: Path) -> list[bytes]:
+    from safetensors.torch import load_file
+
+    tensors = load_file(folder / ADAPTER / "adapter_model.safetensors")
+    return [tensors[k].numpy().tobytes() for k in sorted(tensors)]

@@ -31,6 +31,20 @@ class RLConfig:
         default=4, metadata={"help": "Tasks rolled out per training step."}
     )
     temperature: float = field(default=1.0, metadata={"help": "Rollout temperature."})
+    dynamic_sampling: bool = field(
+        default=False,
+        metadata={
+            "help": "Train only on groups whose rewards differ, drawing more tasks "
+            "until tasks_per_step such groups (DAPO's dynamic sampling); a step "
+            "with none skips the update."
+        },
+    )
+    max_draws: int = field(
+        default=4,
+        metadata={
+            "help": "Batches of tasks drawn per step at most (dynamic sampling)."
+        },
+    )
     clip: float = field(default=0.2, metadata={"help": "PPO ratio clip ε."})
     kl_coef: float = field(default=1e-3, metadata={"help": "KL-to-reference weight."})
     entropy_coef: float = field(default=1e-3, metadata={"help": "Entropy bonus."})
@@ -97,6 +111,7 @@ class RLConfig:
             "width",
             "lora_r",
             "lora_alpha",
+            "max_draws",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")

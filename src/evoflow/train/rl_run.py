@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from evoflow.envs import env_factory, split_ids
+from evoflow.envs import env_class, env_factory, split_ids
 from evoflow.methods import rl
 from evoflow.methods.base import Kind, Method
 from evoflow.methods.registry import KINDS
@@ -32,7 +32,7 @@ def run_rl_span(settings: dict, config_hash: str, method: str, round: int,
     envs = settings["envs"]
     pool = TaskPool(
         factories={env: env_factory(env, envs[env]["remote"]) for env in envs},
-        tasks=[(env, t) for env in envs for t in split_ids(env, "train", envs[env]["remote"])],
+        tasks=training_tasks(envs, rl.settings(resolved).train_strata or {}),
         max_turns={env: envs[env]["max_turns"] for env in envs},
         max_invalid=settings["generation"]["max_invalid"],
     )  # fmt: skip
@@ -45,6 +45,22 @@ def run_rl_span(settings: dict, config_hash: str, method: str, round: int,
                         previous=inputs.get("previous"), init_adapter=inputs.get("init"))  # fmt: skip
     finally:
         policy.close()
+
+
+def training_tasks(envs: dict, strata: dict[str, list[str]]) -> list[tuple[str, str]]:
+    """(env, task) of each env's train split, only ``strata[env]`` where given."""
+    tasks = []
+    for env, options in envs.items():
+        ids = split_ids(env, "train", options["remote"])
+        if env in strata:
+            kept = [t for t in ids if env_class(env).stratum(t) in strata[env]]
+            if not kept:
+                seen = sorted({env_class(env).stratum(t) for t in ids})
+                raise ValueError(f"rl.train_strata.{env}: no training task in "
+                                 f"{strata[env]}; its strata are {seen}")  # fmt: skip
+            ids = kept
+        tasks += [(env, t) for t in ids]
+    return tasks
 
 
 def _method(name: str, settings: dict) -> Method:

@@ -6,6 +6,9 @@ step), plays ``samples_per_task`` episodes of each with the current adapter at
 the horizon the schedule gives for that step, drops unusable samples (a
 non-finite reward, an environment error, a turn without token ids) and counts
 them, computes advantages and updates the LoRA (``evoflow.train.rl_update``).
+With ``dynamic_sampling`` only groups whose rewards differ train, and more
+tasks are drawn until there are ``tasks_per_step`` of them (DAPO); a step
+without any skips the update rather than step on the KL term alone.
 
 Hand-off to the rollout backend is by adapter folder: before each step the
 current LoRA is saved and the policy generates with it, exactly as a vLLM
@@ -171,15 +174,17 @@ def train_step(learner: Learner, policy: Policy, pool: TaskPool, span: Span,
     clock = time.perf_counter()
     adapter = live / f"step-{step}"
     _save_adapter(learner, adapter, span.model)
-    episodes = play(policy, pool.factories, _jobs(pool, span, config, step, adapter),
-                    config.width, progress=False)  # fmt: skip
+    episodes, train, draws = _rollouts(policy, pool, span, config, step, adapter)
     shutil.rmtree(adapter, ignore_errors=True)
     rollout_s = time.perf_counter() - clock
     usable = [e for e in episodes if _usable(e)]
     caps = {env: span.horizon(step, env, pool) for env in pool.factories}
     row = _episode_metrics(episodes, usable, step, caps)
+    row["draws"] = draws
+    row["zero_variance_groups"] = _zero_variance_share(usable)
+    row["trained_groups"] = len({_group(e) for e in train})
     clock = time.perf_counter()
-    stats = _learn(learner, usable, config, pool.template, row) if usable else None
+    stats = _learn(learner, train, config, pool.template, row) if train else None
     row.update(_update_metrics(stats))
     row["seconds"] = {"rollout": round(rollout_s, 3),
                       **{k: round(v, 3) for k, v in row.pop("_times", {}).items()},
@@ -187,10 +192,54 @@ def train_step(learner: Learner, policy: Policy, pool: TaskPool, span: Span,
     return episodes, row
 
 
-def _jobs(pool: TaskPool, span: Span, config: RLConfig, step: int, adapter: Path):
-    drawn = py_random(config.seed, "rl-tasks", step).sample(
-        pool.tasks, min(config.tasks_per_step, len(pool.tasks))
-    )
+def _rollouts(policy: Policy, pool: TaskPool, span: Span, config: RLConfig,
+              step: int, adapter: Path) -> tuple[list[Episode], list[Episode], int]:  # fmt: skip
+    """Every episode played, those to train on, and how many batches were drawn.
+
+    Without dynamic sampling one batch is drawn and every usable sample trains.
+    With it, only groups whose rewards differ train (a flat group has zero
+    advantage), and batches of fresh tasks are drawn until ``tasks_per_step``
+    such groups or ``max_draws`` batches.
+    """
+    episodes, train, seen, draws = [], [], set(), 0
+    for draw in range(config.max_draws if config.dynamic_sampling else 1):
+        tasks = _draw(pool, config, step, draw, seen)
+        if not tasks:
+            break
+        draws += 1
+        seen.update(tasks)
+        played = play(policy, pool.factories, _jobs(pool, span, config, step, draw,
+                      tasks, adapter), config.width, progress=False)  # fmt: skip
+        episodes += played
+        usable = [e for e in played if _usable(e)]
+        train += mixed_groups(usable) if config.dynamic_sampling else usable
+        if len({_group(e) for e in train}) >= config.tasks_per_step:
+            break
+    return episodes, train, draws
+
+
+def mixed_groups(episodes: list[Episode]) -> list[Episode]:
+    """The episodes of groups (samples of one task) whose rewards are not all equal."""
+    rewards: dict[str, set[float]] = {}
+    for e in episodes:
+        rewards.setdefault(_group(e), set()).add(e.reward)
+    return [e for e in episodes if len(rewards[_group(e)]) > 1]
+
+
+def _group(episode: Episode) -> str:
+    return f"{episode.env}:{episode.task_id}"
+
+
+def _draw(pool: TaskPool, config: RLConfig, step: int, draw: int, seen: set) -> list:
+    """Batch ``draw`` of step ``step``: tasks not drawn earlier in the step."""
+    left = [t for t in pool.tasks if t not in seen]
+    rng = py_random(config.seed, "rl-tasks", step, *((draw,) if draw else ()))
+    return rng.sample(left, min(config.tasks_per_step, len(left)))
+
+
+def _jobs(pool: TaskPool, span: Span, config: RLConfig, step: int, draw: int,
+          tasks: list, adapter: Path) -> list[Job]:  # fmt: skip
+    seed = derive_seed(config.seed, "rl", step, *((draw,) if draw else ()))
     specs = {
         env: RolloutSpec(
             experiment=span.experiment,
@@ -199,7 +248,7 @@ def _jobs(pool: TaskPool, span: Span, config: RLConfig, step: int, adapter: Path
             source="explore",
             round=step,
             client=env,
-            seed=derive_seed(config.seed, "rl", step),
+            seed=seed,
             horizon=span.horizon(step, env, pool),
             width=config.width,
             max_invalid=pool.max_invalid,
@@ -211,7 +260,7 @@ def _jobs(pool: TaskPool, span: Span, config: RLConfig, step: int, adapter: Path
         )  # fmt: skip
         for env in pool.factories
     }
-    return [Job(env, task, k, specs[env]) for env, task in drawn
+    return [Job(env, task, k, specs[env]) for env, task in tasks
             for k in range(config.samples_per_task)]  # fmt: skip
 
 
@@ -233,7 +282,7 @@ def _learn(learner: Learner, episodes: list[Episode], config: RLConfig, template
     batch = collate(sequences, learner.tokenizer.pad_token_id or 0)
     batch = _to(batch, next(learner.model.parameters()).device)
     rewards = torch.tensor([e.reward for e in episodes], dtype=torch.float32)
-    names = [f"{e.env}:{e.task_id}" for e in episodes]
+    names = [_group(e) for e in episodes]
     groups = torch.tensor([sorted(set(names)).index(n) for n in names])
     values = None
     if learner.critic is not None:
@@ -249,14 +298,14 @@ def _learn(learner: Learner, episodes: list[Episode], config: RLConfig, template
         "prepare": prepare,
         "update": time.perf_counter() - clock - prepare,
     }
-    row["zero_variance_groups"] = _zero_variance_share(rewards, groups)
     return stats
 
 
-def _zero_variance_share(rewards: torch.Tensor, groups: torch.Tensor) -> float:
-    ids = groups.unique()
-    flat = sum(int(rewards[groups == g].unique().numel() == 1) for g in ids)
-    return round(flat / max(1, len(ids)), 4)
+def _zero_variance_share(episodes: list[Episode]) -> float:
+    """Share of the step's groups whose samples all got the same reward."""
+    groups = {_group(e) for e in episodes}
+    flat = groups - {_group(e) for e in mixed_groups(episodes)}
+    return round(len(flat) / max(1, len(groups)), 4)
 
 
 def _episode_metrics(episodes, usable, step: int, horizon: dict) -> dict:
