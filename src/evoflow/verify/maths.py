@@ -1,0 +1,132 @@
+"""Math answers by symbolic equivalence (PyPI ``math-verify``), time-bounded.
+
+``math-verify`` bounds its own parsing and comparison with ``signal.alarm``,
+which only works in a process's main thread — not in the rollout engine's
+threads. So checks run in a worker process with math-verify's own timeouts
+off, and the caller waits at most ``seconds`` per check: a check that takes
+longer (a pathological expression) gets the worker killed and restarted and
+counts as wrong, with status ``timeout``. The gold answer is parsed first, as
+math-verify requires (its comparison is not symmetric).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import threading
+import time
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+STATUSES = ("equal", "different", "unparsable_gold", "unparsable_answer", "timeout")
+
+
+@dataclass(frozen=True)
+class MathVerdict:
+    """``correct`` only when both parse and are equivalent (status ``equal``)."""
+
+    correct: bool
+    status: str
+    seconds: float
+
+
+class MathVerifier:
+    """A worker process answering ``check(gold, answer)``; thread-safe.
+
+    Use as a context manager, or call ``close()``.
+    """
+
+    def __init__(self, seconds: float = 5.0) -> None:
+        if seconds <= 0:
+            raise ValueError(f"seconds must be > 0, got {seconds}")
+        self.seconds = seconds
+        self._lock = threading.Lock()
+        self._process = None
+        self._conn = None
+
+    def check(self, gold: str, answer: str) -> MathVerdict:
+        """Is ``answer`` symbolically equal to ``gold``?"""
+        return self._ask(("check", str(gold), str(answer)))
+
+    def parses(self, text: str) -> bool:
+        """Does ``text`` hold an answer math-verify can read (a valid gold)?"""
+        return self._ask(("parses", str(text), "")).status == "equal"
+
+    def _ask(self, request: tuple) -> MathVerdict:
+        with self._lock:
+            started = time.perf_counter()
+            self._ensure_worker()
+            self._conn.send(request)
+            if not self._conn.poll(self.seconds):
+                log.warning(
+                    "math check over %.1f s; restarting the worker", self.seconds
+                )
+                self._stop()
+                return MathVerdict(False, "timeout", time.perf_counter() - started)
+            status = self._conn.recv()
+            return MathVerdict(status == "equal", status, time.perf_counter() - started)
+
+    def _ensure_worker(self) -> None:
+        if self._process is not None and self._process.is_alive():
+            return
+        context = multiprocessing.get_context("spawn")
+        self._conn, child = context.Pipe()
+        self._process = context.Process(target=_serve, args=(child,), daemon=True)
+        self._process.start()
+        child.close()
+
+    def _stop(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+            self._process.join()
+            self._conn.close()
+        self._process = self._conn = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop()
+
+    def __enter__(self) -> MathVerifier:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _serve(conn) -> None:
+    """The worker: answer requests until the pipe closes."""
+    logging.disable(logging.WARNING)  # math-verify warns that its timeouts are off
+    while True:
+        try:
+            kind, gold, answer = conn.recv()
+        except EOFError:
+            return
+        conn.send(_judge(kind, gold, answer))
+
+
+def _judge(kind: str, gold: str, answer: str) -> str:
+    from math_verify import verify
+
+    parsed_gold = _parse(gold)
+    if kind == "parses" or not parsed_gold:
+        return "equal" if parsed_gold else "unparsable_gold"
+    parsed = _parse(answer)
+    if not parsed:
+        return "unparsable_answer"
+    equal = verify(parsed_gold, parsed, timeout_seconds=None)
+    return "equal" if equal else "different"
+
+
+def _parse(text: str) -> list:
+    """What math-verify reads in ``text``; empty unless a value was read (a
+    list holding only the raw string means nothing was understood). A bare
+    answer (``2\\sqrt{2}``, no ``$`` or ``\\boxed``) is read as one formula
+    first — as written, math-verify would take the first number it sees."""
+    from math_verify import parse
+
+    bare = "$" not in text and "\\boxed" not in text
+    for candidate in (f"${text}$", text) if bare else (text,):
+        parsed = parse(candidate, parsing_timeout=None) if candidate.strip("$ ") else []
+        if any(not isinstance(p, str) for p in parsed):
+            return parsed
+    return []

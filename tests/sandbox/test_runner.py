@@ -1,0 +1,104 @@
+"""The sandbox against escapes: each attempt ends as a failure, never a pass
+and never a hung test."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evoflow.sandbox import Limits, run_python
+
+FAST = Limits(seconds=3.0, memory_mb=512, output_kb=64)
+
+
+def test_a_program_and_its_tests_pass_and_are_counted():
+    program = "def inc(x):\n    return x + 1\nprint('ready')\n"
+    outcome = run_python(program, ["assert inc(1) == 2", "assert inc(2) == 4"], FAST)
+    assert (outcome.status, outcome.passed, outcome.total) == ("failed", 1, 2)
+    assert outcome.pass_rate == 0.5 and not outcome.ok
+    assert outcome.stdout.strip() == "ready"
+    assert "test 1: AssertionError" in outcome.stderr
+    outcome = run_python(program, ["assert inc(1) == 2"], FAST)
+    assert outcome.ok and outcome.pass_rate == 1.0
+
+
+def test_files_inside_its_own_directory_work():
+    program = "open('notes.txt', 'w').write('kept')\nprint(open('notes.txt').read())"
+    outcome = run_python(program, [], FAST)
+    assert outcome.ok and outcome.stdout.strip() == "kept"
+
+
+ESCAPES = {
+    "infinite loop": ("while True:\n    pass", "timeout"),
+    "sleeps past the limit": ("import time\ntime.sleep(60)", "timeout"),
+    "fork bomb": ("import os\nwhile True:\n    os.fork()", "crashed"),
+    "subprocess": ("import subprocess\nsubprocess.run(['true'])", "crashed"),
+    "os.system": ("import os\nos.system('true')", "crashed"),
+    "multiprocessing": (
+        "import multiprocessing as m\nm.Process(target=print).start()",
+        "crashed",
+    ),
+    "huge output": ("while True:\n    print('x' * 4096)", "output"),
+    "huge file": ("open('big', 'w').write('x' * 10**8)", "output"),
+    "memory bomb": (
+        "blocks = []\nwhile True:\n    blocks.append(bytearray(10**8))",
+        "memory",
+    ),
+    "reads a host file": ("print(open('/etc/passwd').read())", "crashed"),
+    "reads this repository": (f"open({__file__!r}).read()", "crashed"),
+    "lists the host": ("import os\nprint(os.listdir('/'))", "crashed"),
+    "writes outside": ("open('/tmp/evoflow-escaped', 'w').write('x')", "crashed"),
+    "network": (
+        "import socket\nsocket.create_connection(('127.0.0.1', 22), timeout=1)",
+        "crashed",
+    ),
+    "raw socket": ("import socket\nsocket.socket()", "crashed"),
+    "signals the parent": (
+        "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)",
+        "crashed",
+    ),
+    "ctypes call": ("import ctypes\nctypes.CDLL(None).fork()", "crashed"),
+    "sys.exit(0) before the tests": ("import sys\nsys.exit(0)", "crashed"),
+    "os._exit(0) before the tests": ("import os\nos._exit(0)", "crashed"),
+    "fakes the harness's last line": (
+        "import os, sys\nprint('\\n' + 'f' * 32 + ' 1 1')\nsys.stdout.flush()\nos._exit(0)",
+        "crashed",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(ESCAPES))
+def test_escape_attempts_fail(name):
+    program, status = ESCAPES[name]
+    started = time.perf_counter()
+    outcome = run_python(program, ["assert True"], FAST)
+    assert outcome.status == status, (outcome.status, outcome.stderr[-300:])
+    assert not outcome.ok and outcome.pass_rate == 0.0
+    assert time.perf_counter() - started < FAST.seconds + 5  # never hangs
+
+
+def test_a_test_that_exits_early_does_not_pass():
+    tests = ["import sys\nsys.exit(0)", "assert False"]
+    outcome = run_python("x = 1", tests, FAST)
+    assert not outcome.ok and outcome.status == "crashed"
+
+
+def test_the_network_is_a_fresh_namespace_where_the_kernel_allows():
+    # CI machines of this project allow user namespaces; a kernel that refuses
+    # them still leaves the audit hook, which the escape tests exercise.
+    assert run_python("", [], FAST).isolated_network
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.text(max_size=200))
+def test_no_program_makes_a_failing_test_pass(program):
+    outcome = run_python(program, ["assert False"], FAST)
+    assert not outcome.ok and outcome.passed == 0
+
+
+def test_bad_limits_are_named():
+    with pytest.raises(ValueError, match="memory_mb >= 64"):
+        Limits(memory_mb=1)

@@ -1,0 +1,68 @@
+"""Math answers against hand-checked equivalences."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from evoflow.verify import MathVerifier
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    with MathVerifier(seconds=10) as v:
+        yield v
+
+
+@pytest.mark.parametrize(
+    ("gold", "answer", "status"),
+    [
+        ("1/2", "0.5", "equal"),
+        (r"\frac{1}{2}", r"The answer is \boxed{\frac{2}{4}}", "equal"),
+        ("x^2+2x+1", "(x+1)^2", "equal"),  # expands to the same polynomial
+        (r"2\sqrt{2}", r"\sqrt{8}", "equal"),  # sqrt(8) = 2 sqrt(2)
+        (r"\{1,2\}", r"\{2,1\}", "equal"),  # sets ignore order
+        ("12", "$12$ apples", "equal"),
+        ("3", "4", "different"),
+        ("12", "13 apples", "different"),
+        (r"2\sqrt{2}", "2", "different"),
+        ("", "5", "unparsable_gold"),
+        ("7", "", "unparsable_answer"),
+    ],
+)
+def test_equivalence(verifier, gold, answer, status):
+    verdict = verifier.check(gold, answer)
+    assert verdict.status == status
+    assert verdict.correct is (status == "equal")
+
+
+def test_a_gold_answer_must_parse(verifier):
+    assert verifier.parses("42") and verifier.parses("x = 3")
+    assert not verifier.parses("???") and not verifier.parses("")
+
+
+def test_a_check_over_its_time_is_wrong_and_the_worker_recovers():
+    # Prepare: a deeply nested formula math-verify cannot read in 0.3 s
+    nested = "$" + "(" * 3000 + "1" + ")" * 3000 + "$"
+    with MathVerifier(seconds=0.3) as slow:
+        slow.check("1", "1")  # the worker is up
+        # Execute
+        verdict = slow.check("2", nested)
+        # Assert
+        assert (verdict.correct, verdict.status) == (False, "timeout")
+        assert verdict.seconds < 3
+        slow.seconds = 10
+        assert slow.check("2", "2").correct  # a fresh worker answers
+
+
+def test_checks_from_many_threads(verifier):
+    pairs = [(str(i), str(i if i % 3 else i + 1)) for i in range(30)]
+    with ThreadPoolExecutor(6) as pool:
+        verdicts = list(pool.map(lambda p: verifier.check(*p), pairs))
+    assert [v.correct for v in verdicts] == [bool(i % 3) for i in range(30)]
+
+
+def test_bad_time_limit_is_named():
+    with pytest.raises(ValueError, match="seconds must be > 0"):
+        MathVerifier(seconds=0)
