@@ -1,0 +1,1 @@
+"""SAGE: Challenger, Planner, Solver and Critic on one model (seed 001)."""
