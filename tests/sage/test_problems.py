@@ -1,0 +1,66 @@
+"""The offline seed problems: exact answers, tests that the reference passes."""
+
+from __future__ import annotations
+
+import pytest
+
+from evoflow.sage.problems import (
+    CODE_TASKS,
+    Problem,
+    code_problem,
+    humaneval,
+    math_problem,
+)
+from evoflow.verify import MathVerifier, check_code
+
+
+def test_math_problems_are_seeded_and_hold_their_answers():
+    assert math_problem(0, 3, 7) == math_problem(0, 3, 7)
+    assert math_problem(0, 3, 7) != math_problem(1, 3, 7)
+    # Hand-check one of each level by re-reading its numbers
+    one = math_problem(0, 1, 0)
+    words = [w.strip(".?%") for w in one.question.split()]
+    numbers = [int(w) for w in words if w.isdigit()]
+    expected = sum(numbers) if "finds" in one.question else numbers[0] - numbers[1]
+    assert one.answer == str(expected)
+    pct = math_problem(0, 4, 0)
+    price, off, packs = (int(w.strip(".?%")) for w in pct.question.split()
+                         if w.strip(".?%").isdigit())  # fmt: skip
+    assert int(pct.answer) == price * (100 - off) * packs // 100
+
+
+def test_every_math_answer_is_a_valid_gold():
+    with MathVerifier() as verifier:
+        for level in (1, 2, 3, 4):
+            problem = math_problem(0, level, 1)
+            assert verifier.parses(problem.answer)
+            assert verifier.check(problem.answer, problem.answer).correct
+
+
+@pytest.mark.parametrize("index", range(len(CODE_TASKS)))
+def test_each_code_reference_passes_its_tests_in_the_sandbox(index):
+    problem = code_problem(0, index)
+    assert check_code(problem.solution, list(problem.tests)).pass_rate == 1.0
+    assert check_code("", list(problem.tests)).pass_rate == 0.0  # no solution, no pass
+
+
+def test_humaneval_is_read_from_the_installed_package():
+    problems = humaneval()
+    assert len(problems) == 164  # HumanEval's size
+    first = problems[0]
+    assert (
+        first.id == "HumanEval-0" and first.extra["entry_point"] == "has_close_elements"
+    )
+    verdict = check_code(first.solution, list(first.tests))
+    assert verdict.pass_rate == 1.0
+    assert (
+        check_code(first.question + "    return True\n", list(first.tests)).pass_rate
+        == 0.0
+    )
+
+
+def test_bad_problems_are_named():
+    with pytest.raises(ValueError, match="has no answer"):
+        Problem("m", "math", "2+2?")
+    with pytest.raises(ValueError, match="math level must be one of"):
+        math_problem(0, 9, 0)
