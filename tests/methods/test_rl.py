@@ -83,8 +83,8 @@ def test_spans_chain_from_the_init_adapter():
             "samples_per_task must be >= 2",
         ),
         (
-            {"train_strata": {"webshop": ["x"]}},
-            "train_strata names envs not configured",
+            {"train_subsets": {"webshop": ["x"]}},
+            "train_subsets names envs not configured",
         ),
     ],
 )
@@ -93,7 +93,7 @@ def test_bad_settings_are_named(settings, message):
         methods(**settings)
 
 
-def test_training_tasks_come_from_the_named_strata_only():
+def test_training_tasks_come_from_the_named_subsets_only():
     envs = {"babyai": {"remote": None}, "textcraft": {"remote": None}}
     tasks = training_tasks(envs, {"babyai": ["goto"]})
     babyai = [t for env, t in tasks if env == "babyai"]
@@ -102,6 +102,9 @@ def test_training_tasks_come_from_the_named_strata_only():
     assert all(BabyAIEnv.stratum(t) == "goto" for t in babyai)
     assert len(tasks) - 220 == len(split_ids("textcraft", "train"))  # untouched
     with pytest.raises(
-        ValueError, match="no training task in .'gotox'.; its strata are"
+        ValueError, match="no training task in .'gotox'.; its names are"
     ):
         training_tasks(envs, {"babyai": ["gotox"]})
+    # a level (BabyAI's subset) selects its 20 training tasks (800 / 40 levels)
+    levels = training_tasks(envs, {"babyai": ["GoToRedBall", "GoToObjS6"]})
+    assert len([t for env, t in levels if env == "babyai"]) == 40

@@ -121,6 +121,11 @@ class BabyAIEnv(TextEnv):
         return level_family(level_for(task_id)[0])
 
     @classmethod
+    def subset(cls, task_id: str) -> str:
+        """The level's name (e.g. GoToRedBall)."""
+        return level_for(task_id)[0]
+
+    @classmethod
     def build_splits(cls) -> dict[str, list[str]]:
         train = range(TEST_COUNT, TEST_COUNT + TRAIN_COUNT)
         return {

@@ -92,6 +92,12 @@ class TextEnv(ABC):
         return "all"
 
     @classmethod
+    def subset(cls, task_id: str) -> str:
+        """A finer group than the stratum where the env has one (BabyAI's level
+        name); the stratum otherwise."""
+        return cls.stratum(task_id)
+
+    @classmethod
     @abstractmethod
     def build_splits(cls) -> dict[str, list[str]]:
         """Deterministically list the task ids of every split (train ∩ test = ∅)."""

@@ -15,8 +15,9 @@ Snakemake job, bounded in time, resumable alone); round 0 is the starting
 agent: ``init`` names a method whose final adapter RL starts from (an SFT
 warm-up, as the embedded experiment needs), or null for a fresh LoRA on the
 backbone (the paper's choice: RL from the instruct model). Every round is
-evaluated. ``train_strata`` (env -> strata) restricts the tasks RL draws, e.g.
-BabyAI's ``goto`` levels for a small agent. Trainer settings (``rl.trainer``: estimator, samples per task, lr, …) are
+evaluated. ``train_subsets`` (env -> names of strata or finer subsets, e.g.
+BabyAI's ``goto`` family or its ``GoToRedBall`` level) restricts the tasks RL
+draws, for a small agent that solves only some of them. Trainer settings (``rl.trainer``: estimator, samples per task, lr, …) are
 ``evoflow.train.rl_config.RLConfig``'s, paper values by default.
 """
 
@@ -48,7 +49,7 @@ class RLSettings:
     init: str | None = None  # method whose final adapter RL starts from
     init_round: int | None = None  # that method's final round (set by ``link``)
     trainer: dict = field(default_factory=dict)  # RLConfig overrides
-    train_strata: dict | None = None  # env -> strata its training tasks come from
+    train_subsets: dict | None = None  # env -> strata / subsets RL trains on
 
 
 def resolve(config: dict, entry: dict) -> tuple[int, dict]:
@@ -60,10 +61,10 @@ def resolve(config: dict, entry: dict) -> tuple[int, dict]:
     settings = replace(settings, horizons=tuple(settings.horizons))
     HorizonSchedule(settings.horizons, settings.phase_steps)  # names what is wrong
     RLConfig(**{"seed": config["seed"], **trainer})
-    unknown = set(settings.train_strata or {}) - set(config["envs"])
+    unknown = set(settings.train_subsets or {}) - set(config["envs"])
     if unknown:
         raise ValueError(
-            f"rl.train_strata names envs not configured: {sorted(unknown)}"
+            f"rl.train_subsets names envs not configured: {sorted(unknown)}"
         )
     if settings.init is not None and settings.init not in config["methods"]:
         raise ValueError(f"rl.init {settings.init!r} is not a configured method")

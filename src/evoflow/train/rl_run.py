@@ -32,7 +32,7 @@ def run_rl_span(settings: dict, config_hash: str, method: str, round: int,
     envs = settings["envs"]
     pool = TaskPool(
         factories={env: env_factory(env, envs[env]["remote"]) for env in envs},
-        tasks=training_tasks(envs, rl.settings(resolved).train_strata or {}),
+        tasks=training_tasks(envs, rl.settings(resolved).train_subsets or {}),
         max_turns={env: envs[env]["max_turns"] for env in envs},
         max_invalid=settings["generation"]["max_invalid"],
     )  # fmt: skip
@@ -47,17 +47,22 @@ def run_rl_span(settings: dict, config_hash: str, method: str, round: int,
         policy.close()
 
 
-def training_tasks(envs: dict, strata: dict[str, list[str]]) -> list[tuple[str, str]]:
-    """(env, task) of each env's train split, only ``strata[env]`` where given."""
+def training_tasks(envs: dict, subsets: dict[str, list[str]]) -> list[tuple[str, str]]:
+    """(env, task) of each env's train split; where ``subsets[env]`` is given,
+    only tasks whose stratum or subset (``TextEnv.subset``) it names."""
     tasks = []
     for env, options in envs.items():
         ids = split_ids(env, "train", options["remote"])
-        if env in strata:
-            kept = [t for t in ids if env_class(env).stratum(t) in strata[env]]
+        if env in subsets:
+            cls = env_class(env)
+            wanted = set(subsets[env])
+            kept = [t for t in ids if {cls.stratum(t), cls.subset(t)} & wanted]
             if not kept:
-                seen = sorted({env_class(env).stratum(t) for t in ids})
-                raise ValueError(f"rl.train_strata.{env}: no training task in "
-                                 f"{strata[env]}; its strata are {seen}")  # fmt: skip
+                seen = sorted(
+                    {cls.stratum(t) for t in ids} | {cls.subset(t) for t in ids}
+                )
+                raise ValueError(f"rl.train_subsets.{env}: no training task in "
+                                 f"{subsets[env]}; its names are {seen}")  # fmt: skip
             ids = kept
         tasks += [(env, t) for t in ids]
     return tasks
