@@ -244,3 +244,34 @@ def _weights(folder: Path) -> list[bytes]:
 
     tensors = load_file(folder / ADAPTER / "adapter_model.safetensors")
     return [tensors[k].numpy().tobytes() for k in sorted(tensors)]
+
+
+def test_the_kl_reference_is_the_policy_rl_starts_from(tmp_path):
+    # Prepare: an adapter that differs from the base (one step at a high lr)
+    policy, pool, config = tiny_setup()
+    run_span(span(0, 1), replace(config, learning_rate=1.0), pool, policy,
+             tmp_path / "warm", progress=False)  # fmt: skip
+    warm = tmp_path / "warm" / ADAPTER
+    # Execute: RL from it, the reference being that start or the base model
+    kl = {}
+    for mode in ("start", "base"):
+        metrics = run_span(span(0, 2), replace(config, reference=mode), pool, policy,
+                           tmp_path / mode, init_adapter=warm, progress=False)  # fmt: skip
+        kl[mode] = [row["kl"] for row in metrics["steps"]]
+    # Assert: before its first update the policy is its start: KL(π‖π) = 0
+    assert kl["start"][0] == 0.0 and kl["base"][0] > 0.0
+    assert kl["start"][1] > 0.0  # and it moves away from it afterwards
+    saved = torch.load(tmp_path / "start" / STATE, weights_only=False)["reference"]
+    assert saved is not None and saved["weights"]
+    assert (
+        torch.load(tmp_path / "base" / STATE, weights_only=False)["reference"] is None
+    )
+    stored = (tmp_path / "start" / ADAPTER).iterdir()
+    assert "reference" not in {p.name for p in stored}  # only the trained adapter
+    # a resumed span keeps the reference: spans [0, 2) + [2, 3) == one of [0, 3)
+    start = replace(config, reference="start")
+    run_span(span(2, 1), start, pool, policy, tmp_path / "resumed",
+             previous=tmp_path / "start", progress=False)  # fmt: skip
+    run_span(span(0, 3), start, pool, policy, tmp_path / "whole",
+             init_adapter=warm, progress=False)  # fmt: skip
+    assert _weights(tmp_path / "resumed") == _weights(tmp_path / "whole")

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 
 from evoflow.precision import PRECISIONS
 from evoflow.train.rl_advantages import ESTIMATORS
+from evoflow.train.rl_reference import REFERENCES
 
 
 @dataclass
@@ -47,6 +48,14 @@ class RLConfig:
     )
     clip: float = field(default=0.2, metadata={"help": "PPO ratio clip ε."})
     kl_coef: float = field(default=1e-3, metadata={"help": "KL-to-reference weight."})
+    reference: str = field(
+        default="start",
+        metadata={
+            "help": "KL reference: the policy RL starts from (its init adapter, "
+            "or the base without one; the paper's choice) or the base model.",
+            "choices": REFERENCES,
+        },
+    )
     entropy_coef: float = field(default=1e-3, metadata={"help": "Entropy bonus."})
     gamma: float = field(default=1.0, metadata={"help": "Discount (PPO's GAE)."})
     lam: float = field(default=1.0, metadata={"help": "GAE λ (PPO)."})
@@ -124,6 +133,10 @@ class RLConfig:
         if not (0 < self.gamma <= 1 and 0 <= self.lam <= 1):
             raise ValueError(
                 f"need 0 < gamma <= 1 and 0 <= lam <= 1, got {self.gamma}, {self.lam}"
+            )
+        if self.reference not in REFERENCES:
+            raise ValueError(
+                f"reference must be one of {', '.join(REFERENCES)}, got {self.reference!r}"
             )
         if self.precision not in PRECISIONS:
             raise ValueError(

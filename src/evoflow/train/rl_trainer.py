@@ -41,6 +41,7 @@ from evoflow.rollout.engine import Job, RolloutSpec, play
 from evoflow.seeding import derive_seed, py_random
 from evoflow.store.schema import Episode
 from evoflow.store.shards import ShardMeta, write_shard
+from evoflow.train import rl_reference
 from evoflow.train.rl_config import RLConfig
 from evoflow.train.rl_data import collate, turn_sequences
 from evoflow.train.rl_schedule import HorizonSchedule
@@ -93,6 +94,7 @@ class Learner:
     optimizer: torch.optim.Optimizer
     critic: ValueHead | None
     dtype: torch.dtype
+    reference: str | None = None  # the frozen KL-reference adapter (None: base)
 
 
 def run_span(span: Span, config: RLConfig, pool: TaskPool, policy: Policy,
@@ -139,7 +141,7 @@ def load_learner(span: Span, config: RLConfig, previous, init_adapter) -> Learne
     """The LoRA model, optimizer and critic — fresh, or as ``previous`` left them."""
     if previous is not None and init_adapter is not None:
         raise ValueError("give previous (a span to resume) or init_adapter, not both")
-    state = None
+    state, start = None, init_adapter
     if previous is not None:
         state = torch.load(Path(previous) / STATE, weights_only=False)
         if state["step"] != span.start:
@@ -150,6 +152,8 @@ def load_learner(span: Span, config: RLConfig, previous, init_adapter) -> Learne
         init_adapter = Path(previous) / ADAPTER
     torch.manual_seed(derive_seed(config.seed, "rl-init"))
     tokenizer, model = load_lora_model(span.model, config, init_adapter)
+    reference = rl_reference.attach(model, config.reference, start,
+                                    state.get("reference") if state else None)  # fmt: skip
     device = next(model.parameters()).device
     groups = [{"params": [p for p in model.parameters() if p.requires_grad],
                "lr": config.learning_rate}]  # fmt: skip
@@ -165,7 +169,7 @@ def load_learner(span: Span, config: RLConfig, previous, init_adapter) -> Learne
         torch.set_rng_state(state["torch_rng"])
         random.setstate(state["python_rng"])
     dtype = resolve_dtype(config.precision, device)
-    return Learner(tokenizer, model, optimizer, critic, dtype)
+    return Learner(tokenizer, model, optimizer, critic, dtype, reference)
 
 
 def train_step(learner: Learner, policy: Policy, pool: TaskPool, span: Span,
@@ -292,7 +296,8 @@ def _learn(learner: Learner, episodes: list[Episode], config: RLConfig, template
     prepare = time.perf_counter() - clock
     learner.model.train()
     stats = update(learner.model, learner.optimizer, batch, advantages, config,
-                   learner.dtype, learner.critic, returns, values)  # fmt: skip
+                   learner.dtype, learner.critic, returns, values,
+                   learner.reference)  # fmt: skip
     learner.model.eval()
     row["_times"] = {
         "prepare": prepare,
@@ -340,7 +345,7 @@ def _to(batch, device):
 
 def _save_adapter(learner: Learner, folder: Path, model: str) -> None:
     with atomic_path(folder) as tmp:
-        learner.model.save_pretrained(tmp)
+        learner.model.save_pretrained(tmp, selected_adapters=["default"])
         portable_config(tmp, model)
 
 
@@ -351,4 +356,5 @@ def _state(learner: Learner, next_step: int) -> dict:
         "critic": learner.critic.state_dict() if learner.critic else None,
         "torch_rng": torch.get_rng_state(),
         "python_rng": random.getstate(),
+        "reference": rl_reference.saved(learner.model, learner.reference),
     }

@@ -1,7 +1,8 @@
 """One RL update of a LoRA policy on a batch of scored episodes.
 
 The policy is the base model with a trainable LoRA; the reference for the KL
-term is the same model with the adapter disabled (no second copy). The loss is
+term is the same model with the adapter disabled or a frozen second adapter
+(``evoflow.train.rl_reference``; never a second copy of the model). The loss is
 PPO's clipped surrogate on the sampling log-probs stored with the episodes,
 plus ``kl_coef`` × the low-variance KL to the reference (a loss term, as veRL
 does for GRPO; not a reward penalty) and minus ``entropy_coef`` × the entropy,
@@ -20,8 +21,9 @@ from dataclasses import dataclass
 import torch
 
 from evoflow.train import rl_advantages as rl
+from evoflow.train import rl_reference
 from evoflow.train.rl_config import RLConfig
-from evoflow.train.rl_data import RLBatch, collate, token_logprobs, token_stats
+from evoflow.train.rl_data import RLBatch, collate, token_stats
 
 
 @dataclass(frozen=True)
@@ -98,10 +100,12 @@ def update(model, optimizer, batch: RLBatch, advantages: torch.Tensor,
            config: RLConfig, dtype: torch.dtype = torch.float32,
            critic: ValueHead | None = None,
            returns: torch.Tensor | None = None,
-           old_values: torch.Tensor | None = None) -> UpdateStats:  # fmt: skip
+           old_values: torch.Tensor | None = None,
+           reference: str | None = None) -> UpdateStats:  # fmt: skip
     """Gradient steps over ``batch`` in micro-batches (one optimizer step per
     pass; ``config.update_epochs`` passes). ``dtype``: autocast compute dtype.
-    With a ``critic`` (PPO), ``optimizer`` also holds its parameters."""
+    With a ``critic`` (PPO), ``optimizer`` also holds its parameters;
+    ``reference`` names the frozen KL-reference adapter (None: the base)."""
     totals = torch.zeros(5)
     rows = torch.arange(batch.input_ids.shape[0])
     tokens = batch.loss_mask.sum().clamp(min=1)
@@ -113,7 +117,7 @@ def update(model, optimizer, batch: RLBatch, advantages: torch.Tensor,
             if critic is not None:
                 value_target = (returns[chunk], old_values[chunk])
             loss, parts = _loss(model, part, advantages[chunk], config, dtype,
-                                critic, value_target)  # fmt: skip
+                                critic, value_target, reference)  # fmt: skip
             weight = part.loss_mask.sum() / tokens  # token mean over the batch
             (loss * weight).backward()
             totals += torch.stack([loss.detach(), *parts]) * weight
@@ -131,16 +135,17 @@ def values_of(model, batch: RLBatch, dtype, critic: ValueHead) -> torch.Tensor:
 
 
 def _loss(model, batch: RLBatch, advantages, config: RLConfig, dtype, critic,
-          value_target):  # fmt: skip
+          value_target, reference=None):  # fmt: skip
+    ref = None  # before the policy's forward: switching adapters toggles grads
+    if config.kl_coef > 0:
+        ref = rl_reference.logprobs(model, batch, dtype, reference)
     stats = token_stats(model, batch, dtype, entropy=True)
     mask = batch.loss_mask
     loss, clipped = rl.clipped_policy_loss(
         stats.logprobs, batch.old_logprobs, advantages, mask, config.clip
     )
     kl = torch.zeros(())
-    if config.kl_coef > 0:
-        with torch.no_grad(), model.disable_adapter():
-            ref = token_logprobs(model, batch, dtype)
+    if ref is not None:
         kl = rl.masked_mean(rl.low_var_kl(stats.logprobs, ref), mask)
     mean_entropy = rl.masked_mean(stats.entropy, mask)
     total = loss + config.kl_coef * kl - config.entropy_coef * mean_entropy
