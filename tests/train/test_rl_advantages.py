@@ -51,6 +51,24 @@ def test_reinforce_pp_whitens_the_return_over_the_batchs_valid_tokens():
     ]
 
 
+def test_task_relative_whitens_each_group_apart():
+    # rows 0, 2 form group "a" (returns 2, 2, 2 | 4), rows 1, 3 group "b" (3, 3 | 3, 3)
+    mask = torch.cat([MASK, T([[0, 0, 0, 0, 0, 1], [1, 0, 0, 1, 0, 0]])]).float()
+    groups = T([0, 1, 0, 1])
+    tokens = rl.outcome_token_rewards(T([2.0, 3.0, 4.0, 3.0]), mask)
+    advantages = rl.task_relative(tokens, mask, groups)
+    # group a: returns 2, 2, 2, 4 -> mean 2.5, unbiased var 1.0
+    low, high = -0.5 / math.sqrt(1 + 1e-8), 1.5 / math.sqrt(1 + 1e-8)
+    assert advantages[0].tolist() == pytest.approx([0, low, low, 0, low, 0], abs=1e-6)
+    assert advantages[2].tolist() == pytest.approx([0, 0, 0, 0, 0, high], abs=1e-6)
+    # group b: every return 3 -> zero advantage, no division by zero
+    assert advantages[[1, 3]].abs().sum() == 0
+    # the other group's rewards never move a group's advantages
+    moved = rl.outcome_token_rewards(T([2.0, 9.0, 4.0, 1.0]), mask)
+    again = rl.task_relative(moved, mask, groups)
+    assert torch.equal(again[[0, 2]], advantages[[0, 2]])
+
+
 def test_gae_skips_observation_tokens():
     # tokens 0 and 2 are the agent's, token 1 an observation (its value unused)
     rewards, values, mask = (

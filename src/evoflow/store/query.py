@@ -8,6 +8,10 @@ and the groups are unioned by column name. Folder values win over stored ones.
 
 ``turns``: one row per message (``UNNEST`` of ``episodes.messages``), with the
 episode's columns and a 1-based ``message_index``.
+
+Other tables that methods keep beside their episodes have a file name of their
+own (``TABLE_FILES``) and a view of that name over every such file, with the
+folder keys as columns; e.g. ``pool`` (SAGE's question pool, one file per span).
 """
 
 from __future__ import annotations
@@ -22,17 +26,22 @@ from evoflow.store.schema import EPISODE_SCHEMA
 from evoflow.store.shards import open_shard
 
 HIVE_SEGMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([^/]*)$")
+TABLE_FILES = {"pool": "pool.parquet"}  # view name -> file name (not episodes)
 
 
-def find_shards(root: str | Path) -> list[Path]:
-    """Every ``*.parquet`` under ``root``, sorted, skipping hidden files/folders."""
+def find_shards(root: str | Path, table: str | None = None) -> list[Path]:
+    """Every episode shard under ``root`` (``*.parquet`` but the other tables'
+    files), or every file of ``table``; sorted, skipping hidden files/folders."""
     root = Path(root)
     if not root.exists():
         return []
+    others = set(TABLE_FILES.values())
     found = []
-    for path in root.rglob("*.parquet"):
+    for path in root.rglob("*.parquet" if table is None else TABLE_FILES[table]):
         parts = path.relative_to(root).parts
-        if not any(p.startswith(".") for p in parts):
+        if any(p.startswith(".") for p in parts):
+            continue
+        if table is not None or path.name not in others:
             found.append(path)
     return sorted(found)
 
@@ -78,7 +87,19 @@ def connect(
         "generate_subscripts(messages, 1) AS message_index, "
         "unnest(messages, recursive := true) FROM episodes"
     )
+    for table in TABLE_FILES:
+        files = find_shards(root, table)
+        if files:
+            con.execute(f"CREATE OR REPLACE VIEW {table} AS {_table_sql(files)}")
     return con
+
+
+def _table_sql(files: list[Path]) -> str:
+    listing = ", ".join(_quote(str(f)) for f in files)
+    return (
+        f"SELECT * FROM read_parquet([{listing}], hive_partitioning=true, "
+        "union_by_name=true, filename='file')"
+    )
 
 
 def _episodes_sql(

@@ -12,6 +12,9 @@ veRL as AgentGym-RL uses it (``../shared/FACTS.md``):
 * RLOO: A_i = r_i − mean of the other samples of its group (r_i alone: A = r).
 * REINFORCE++: return G_t = Σ_{k≥t} r_k (γ = 1) of the token rewards, whitened
   over every valid token of the batch.
+* Task-relative REINFORCE++ (SAGE): the same returns, whitened within each
+  group's tokens only (SAGE's groups are its roles; the public code applies
+  veRL's REINFORCE++ estimator to each role's batch separately).
 * PPO: GAE over token rewards and values (γ, λ).
 
 Trajectory advantages are broadcast to their assistant tokens by
@@ -82,6 +85,18 @@ def reinforce_pp(token_rewards: torch.Tensor, mask: torch.Tensor) -> torch.Tenso
     return masked_whiten(returns, mask)
 
 
+def task_relative(
+    token_rewards: torch.Tensor, mask: torch.Tensor, groups: torch.Tensor
+) -> torch.Tensor:
+    """REINFORCE++ whitened per group: row ``i`` of ``[B, T]`` is whitened with
+    the rows of group ``groups[i]`` only, so one group's rewards never move
+    another's advantages; a group whose returns are all equal gets zeros."""
+    advantages = torch.zeros(mask.shape, dtype=torch.float32)
+    for members in _by_group(groups):
+        advantages[members] = reinforce_pp(token_rewards[members], mask[members])
+    return advantages
+
+
 def gae(
     token_rewards: torch.Tensor,
     values: torch.Tensor,
@@ -139,4 +154,4 @@ def clipped_policy_loss(
     return loss, fraction
 
 
-ESTIMATORS = ("grpo", "reinforce_pp", "rloo", "ppo")
+ESTIMATORS = ("grpo", "reinforce_pp", "rloo", "ppo", "task_relative")

@@ -130,8 +130,8 @@ def run_span(span: Span, config: RLConfig, pool: TaskPool, policy: Policy,
     meta = ShardMeta(span.experiment, span.config_hash, span.model, config.seed)
     with atomic_path(output) as tmp:
         tmp.mkdir()
-        _save_adapter(learner, tmp / ADAPTER, span.model)
-        torch.save(_state(learner, span.start + span.steps), tmp / STATE)
+        save_adapter(learner, tmp / ADAPTER, span.model)
+        torch.save(span_state(learner, span.start + span.steps), tmp / STATE)
         write_shard(tmp / ROLLOUTS, episodes, meta)
         write_json(tmp / METRICS, metrics)
     return metrics
@@ -177,7 +177,7 @@ def train_step(learner: Learner, policy: Policy, pool: TaskPool, span: Span,
     """Roll out with the current adapter, then update; returns episodes and metrics."""
     clock = time.perf_counter()
     adapter = live / f"step-{step}"
-    _save_adapter(learner, adapter, span.model)
+    save_adapter(learner, adapter, span.model)
     episodes, train, draws = _rollouts(policy, pool, span, config, step, adapter)
     shutil.rmtree(adapter, ignore_errors=True)
     rollout_s = time.perf_counter() - clock
@@ -188,8 +188,8 @@ def train_step(learner: Learner, policy: Policy, pool: TaskPool, span: Span,
     row["zero_variance_groups"] = _zero_variance_share(usable)
     row["trained_groups"] = len({_group(e) for e in train})
     clock = time.perf_counter()
-    stats = _learn(learner, train, config, pool.template, row) if train else None
-    row.update(_update_metrics(stats))
+    stats = learn(learner, train, config, pool.template, row) if train else None
+    row.update(update_metrics(stats))
     row["seconds"] = {"rollout": round(rollout_s, 3),
                       **{k: round(v, 3) for k, v in row.pop("_times", {}).items()},
                       "total": round(rollout_s + time.perf_counter() - clock, 3)}  # fmt: skip
@@ -279,14 +279,17 @@ def _usable(episode: Episode) -> bool:
     )
 
 
-def _learn(learner: Learner, episodes: list[Episode], config: RLConfig, template,
-           row: dict):  # fmt: skip
+def learn(learner: Learner, episodes: list[Episode], config: RLConfig, template,
+          row: dict, group: Callable[[Episode], str] | None = None):  # fmt: skip
+    """One update on ``episodes``; ``group`` names each one's advantage group
+    (default: its task — GRPO/RLOO groups; SAGE passes the role)."""
+    group = group or _group
     clock = time.perf_counter()
     sequences = turn_sequences(learner.tokenizer, episodes, template)
     batch = collate(sequences, learner.tokenizer.pad_token_id or 0)
     batch = _to(batch, next(learner.model.parameters()).device)
     rewards = torch.tensor([e.reward for e in episodes], dtype=torch.float32)
-    names = [_group(e) for e in episodes]
+    names = [group(e) for e in episodes]
     groups = torch.tensor([sorted(set(names)).index(n) for n in names])
     values = None
     if learner.critic is not None:
@@ -328,7 +331,7 @@ def _episode_metrics(episodes, usable, step: int, horizon: dict) -> dict:
     }  # fmt: skip
 
 
-def _update_metrics(stats) -> dict:
+def update_metrics(stats) -> dict:
     if stats is None:
         return {"updated": False}
     return {"updated": True, "loss": round(stats.loss, 6), "kl": round(stats.kl, 6),
@@ -343,13 +346,13 @@ def _to(batch, device):
                               "old_logprobs", "trajectory")})  # fmt: skip
 
 
-def _save_adapter(learner: Learner, folder: Path, model: str) -> None:
+def save_adapter(learner: Learner, folder: Path, model: str) -> None:
     with atomic_path(folder) as tmp:
         learner.model.save_pretrained(tmp, selected_adapters=["default"])
         portable_config(tmp, model)
 
 
-def _state(learner: Learner, next_step: int) -> dict:
+def span_state(learner: Learner, next_step: int) -> dict:
     return {
         "step": next_step,
         "optimizer": learner.optimizer.state_dict(),

@@ -72,6 +72,9 @@ def token_advantages(batch: RLBatch, rewards: torch.Tensor, groups: torch.Tensor
     if estimator == "reinforce_pp":  # each turn's row ends on its trajectory's reward
         token_rewards = rl.outcome_token_rewards(rewards[batch.trajectory], mask)
         return rl.reinforce_pp(token_rewards, mask), None
+    if estimator == "task_relative":  # whitened within each group (SAGE: role)
+        token_rewards = rl.outcome_token_rewards(rewards[batch.trajectory], mask)
+        return rl.task_relative(token_rewards, mask, groups[batch.trajectory]), None
     if estimator == "ppo":
         if values is None:
             raise ValueError("ppo needs the critic's values")

@@ -1,0 +1,179 @@
+"""SAGE training, one span of steps at a time, resumable like the RL spans.
+
+Each step saves the current LoRA, lets the four roles play one SAGE step with
+it (``evoflow.sage.step``), stores every role reply as a one-turn episode
+(``agent_role`` the role, reward the role's reward, token ids and log-probs as
+sampled) and updates the one shared adapter with Task-Relative REINFORCE++:
+advantages whitened within each role's batch (estimator ``task_relative``,
+groups = roles). Roles left out of ``train_roles`` still play; their replies
+are stored but not trained on (the paper's "w/o X training" ablations).
+
+A span writes, atomically, one folder: the RL span files (adapter, state,
+rollouts, metrics) plus ``POOL_FILE`` with the questions it added. The pool a
+span starts from is the seed file and every earlier span's file.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from evoflow.atomic import atomic_path, write_json
+from evoflow.envs.formats import NO_THINKING
+from evoflow.policy.base import Generation, Policy, SamplingParams
+from evoflow.sage import pool as pools
+from evoflow.sage.roles import ROLES, TEMPERATURES
+from evoflow.sage.step import Call, Checker, SageSettings, run_step
+from evoflow.seeding import derive_seed, py_random
+from evoflow.store.schema import Episode, Message
+from evoflow.store.shards import ShardMeta, write_shard
+from evoflow.train.rl_config import RLConfig
+from evoflow.train.rl_trainer import (
+    ADAPTER,
+    METRICS,
+    ROLLOUTS,
+    STATE,
+    Span,
+    learn,
+    load_learner,
+    save_adapter,
+    span_state,
+    update_metrics,
+)  # fmt: skip
+from evoflow.train.sft_trainer import peak_rss_mb
+
+log = logging.getLogger(__name__)
+SPAN_FILES = (ADAPTER, STATE, ROLLOUTS, METRICS, pools.POOL_FILE)
+
+
+@dataclass(frozen=True)
+class SageSpan:
+    span: Span  # model, experiment, method, start, steps (no horizon schedule)
+    settings: SageSettings
+    train_roles: tuple[str, ...] = ROLES
+    max_new_tokens: int = 256
+
+    def __post_init__(self) -> None:
+        unknown = set(self.train_roles) - set(ROLES)
+        if unknown:
+            raise ValueError(f"train_roles: unknown roles {sorted(unknown)}; "
+                             f"roles are {', '.join(ROLES)}")  # fmt: skip
+
+
+def run_sage_span(job: SageSpan, config: RLConfig, pool_files: list[Path],
+                  policy: Policy, checker: Checker, output: str | Path,
+                  previous: str | Path | None = None,
+                  init_adapter: str | Path | None = None) -> dict:  # fmt: skip
+    """Train steps ``start`` … ``start + steps - 1``; write the folder ``output``."""
+    if config.estimator != "task_relative":
+        raise ValueError(
+            f"SAGE trains with estimator task_relative, got {config.estimator!r}"
+        )
+    started = time.perf_counter()
+    span, output = job.span, Path(output)
+    learner = load_learner(span, config, previous, init_adapter)
+    pool = pools.read(pool_files)
+    known = len(pool)
+    live = output.with_name(f".{output.name}.live")
+    rows, episodes = [], []
+    try:
+        for step in range(span.start, span.start + span.steps):
+            played, row = _train_step(
+                learner, policy, pool, checker, job, config, step, live
+            )
+            episodes += played
+            rows.append(row)
+            log.info("sage step %d: %s", step, row)
+    finally:
+        shutil.rmtree(live, ignore_errors=True)
+    metrics = {"span": {"start": span.start, "steps": span.steps,
+                        "seconds": round(time.perf_counter() - started, 2),
+                        "peak_rss_mb": peak_rss_mb()},
+               "steps": rows, "config": config.to_dict()}  # fmt: skip
+    meta = ShardMeta(span.experiment, span.config_hash, span.model, config.seed)
+    with atomic_path(output) as tmp:
+        tmp.mkdir()
+        save_adapter(learner, tmp / ADAPTER, span.model)
+        torch.save(span_state(learner, span.start + span.steps), tmp / STATE)
+        write_shard(tmp / ROLLOUTS, episodes, meta)
+        pools.write(pool.entries[known:], tmp / pools.POOL_FILE)
+        write_json(tmp / METRICS, metrics)
+    return metrics
+
+
+def _train_step(learner, policy, pool, checker, job: SageSpan, config: RLConfig,
+                step: int, live: Path) -> tuple[list[Episode], dict]:  # fmt: skip
+    adapter = live / f"step-{step}"
+    save_adapter(learner, adapter, job.span.model)
+    ask = asker(policy, adapter, config.seed, step, job.max_new_tokens)
+    rng = py_random(config.seed, "sage-step", step)
+    result = run_step(step, pool, ask, checker, job.settings, rng)
+    shutil.rmtree(adapter, ignore_errors=True)
+    episodes = to_episodes(result.calls, job.span, config.seed, step)
+    train = [e for e in episodes if e.agent_role in job.train_roles
+             and e.messages[-1].token_ids]  # fmt: skip
+    row = {"step": step, **result.metrics}
+    clock = time.perf_counter()
+    stats = (
+        learn(learner, train, config, NO_THINKING, row, group=_role) if train else None
+    )
+    row.update(update_metrics(stats))
+    row["seconds"]["update"] = round(time.perf_counter() - clock, 3)
+    row.pop("_times", None)
+    return episodes, row
+
+
+def _role(episode: Episode) -> str:
+    return episode.agent_role or ""
+
+
+def asker(policy: Policy, adapter: Path | None, seed: int, step: int,
+          max_new_tokens: int):  # fmt: skip
+    """``ask(role, chats)`` for ``run_step``: the role's temperature, one seed per
+    call and chat (the n-th call of a role in a step gets its own seeds)."""
+    calls: dict[str, int] = {}
+
+    def ask(role: str, chats: list) -> list[Generation]:
+        n = calls[role] = calls.get(role, -1) + 1
+        params = SamplingParams(
+            temperature=TEMPERATURES[role], max_new_tokens=max_new_tokens
+        )
+        seeds = [derive_seed(seed, "sage", step, role, n, i) for i in range(len(chats))]
+        where = None if adapter is None else str(adapter)
+        return policy.generate(chats, params, adapter=where, seeds=seeds)
+
+    return ask
+
+
+def to_episodes(calls: list[Call], span: Span, seed: int, step: int) -> list[Episode]:
+    """Each role reply as a one-turn episode of the store."""
+    episodes = []
+    for i, call in enumerate(calls):
+        g = call.generation
+        messages = [Message(m["role"], m["content"], loss=False) for m in call.chat]
+        messages.append(Message("assistant", g.text, loss=True, token_ids=g.token_ids,
+                                logprobs=g.logprobs, reward=call.reward))  # fmt: skip
+        episodes.append(Episode(
+            experiment=span.experiment, method=span.method, env="sage",
+            task_id=call.item, split="train", episode_id=f"s{step}-{i}",
+            source="explore", model_id=span.model, seed=seed,
+            temperature=TEMPERATURES[call.role], horizon=1, reward=call.reward,
+            success=_success(call),
+            n_turns=1, n_tokens=g.prompt_tokens + g.completion_tokens,
+            termination="context" if g.finish == "context" else "done",
+            messages=messages, group=call.role, agent_role=call.role,
+            extras={"step": step, **{k: v for k, v in call.info.items() if k != "plan"}},
+        ))  # fmt: skip
+    return episodes
+
+
+def _success(call: Call) -> bool:
+    """Solver: a fully right answer; Challenger: its question joined the pool."""
+    if call.role == "solver":
+        return call.info["correct"] == 1.0
+    return call.info.get("pool") == "accepted"

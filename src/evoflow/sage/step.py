@@ -1,0 +1,246 @@
+"""One SAGE step (seed 001, Alg. 1) over any policy, every reward traced.
+
+For each of ``questions`` Challenger calls: draw reference problems from the
+pool → the Challenger proposes a question and its verifier → the Critic scores
+the question (s_q) → the verifier checks it (a math answer parses; a code
+question's reference solution passes all its tests) → the Planner plans a
+solution and the Critic scores the plan (s_p) → the Solver answers
+``solver_samples`` times, shown the plan only when s_p ≥ β → the verifier
+scores each answer → role rewards (``evoflow.sage.rewards``) → the question
+joins the pool when s_q ≥ α and it is valid and new.
+
+Planner and Solver work on the new question when it is valid; otherwise on
+the first reference problem (the Solver always needs a checkable target). A
+question with no ``<question>`` tag has nothing to rate: s_q = 0. Calls of one
+role are batched across questions, so a backend generates them together.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from evoflow.policy.base import Generation
+from evoflow.sage import rewards as R
+from evoflow.sage import roles
+from evoflow.sage.pool import Entry, Pool
+from evoflow.sage.problems import Problem
+from evoflow.sandbox import Limits
+from evoflow.verify.code import check_code
+from evoflow.verify.maths import MathVerifier
+
+Ask = Callable[[str, list[roles.Chat]], list[Generation]]  # role, chats -> replies
+
+
+@dataclass(frozen=True)
+class SageSettings:
+    questions: int = 4  # Challenger calls per step
+    references: int = 1  # pool problems shown to the Challenger (not stated)
+    solver_samples: int = 4  # N_s (not stated in the paper)
+    planning: bool = True  # off: the Solver never gets a plan, r_s = (s_gt + r_f) / 2
+    weights: R.Weights = field(default_factory=R.Weights)
+    norm: str = "fixed"  # see evoflow.sage.rewards
+
+    def __post_init__(self) -> None:
+        for name in ("questions", "references", "solver_samples"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"sage.{name} must be >= 1, got {getattr(self, name)}")
+        R.norm(None, self.norm)  # names the bad value
+
+
+@dataclass
+class Call:
+    """One role reply and its reward; ``item`` is the question it served."""
+
+    role: str
+    chat: roles.Chat
+    generation: Generation
+    item: str
+    reward: float = 0.0
+    info: dict = field(default_factory=dict)
+
+
+@dataclass
+class StepResult:
+    calls: list[Call]
+    offers: dict[str, int]  # OFFERS -> count
+    metrics: dict
+
+
+class Checker:
+    """The verifiers: is a proposal checkable, and is an answer right?"""
+
+    def __init__(self, maths: MathVerifier, limits: Limits | None = None) -> None:
+        self.maths = maths
+        self.limits = limits
+
+    def valid(self, proposal: roles.Proposal) -> bool:
+        if proposal.kind == "math":
+            return bool(proposal.answer) and self.maths.parses(proposal.answer)
+        if not proposal.tests or not proposal.answer:
+            return False
+        return (
+            check_code(proposal.answer, list(proposal.tests), self.limits).pass_rate
+            == 1.0
+        )
+
+    def correct(self, problem: Problem, answer: str) -> float:
+        if not answer.strip():
+            return 0.0
+        if problem.kind == "math":
+            return float(self.maths.check(problem.answer, answer).correct)
+        return check_code(answer, list(problem.tests), self.limits).pass_rate
+
+
+def run_step(step: int, pool: Pool, ask: Ask, checker: Checker,
+             settings: SageSettings, rng) -> StepResult:  # fmt: skip
+    """Play one SAGE step, add accepted questions to ``pool`` (in place)."""
+    times: dict[str, float] = {}
+    timed = _timer(ask, times)
+    references = [_references(pool, rng, settings) for _ in range(settings.questions)]
+    challenges = _challenge(step, references, timed, checker, settings)
+    targets = [c["problem"] if c["valid"] else refs[0].problem
+               for c, refs in zip(challenges, references, strict=True)]  # fmt: skip
+    plans = _plan(targets, timed, settings)
+    solves = _solve(targets, plans, timed, checker, settings)
+    calls, offers = [], dict.fromkeys(("accepted", "rejected", "duplicate"), 0)
+    for c, refs, plan, answers in zip(
+        challenges, references, plans, solves, strict=True
+    ):
+        solve_rate = sum(a.info["correct"] for a in answers) / len(answers)
+        if c["valid"]:
+            c["call"].info["solve_rate"] = solve_rate
+        c["call"].reward = R.challenger(c["score"], 1 - solve_rate, c["format"],
+                                        c["valid"], settings.weights)  # fmt: skip
+        if c["valid"]:
+            entry = Entry(
+                c["problem"], step, refs[0].problem.id, c["score"], solve_rate
+            )
+            accept = R.accepted(c["score"], True, settings.weights)
+            status = pool.offer(entry, accept)
+            offers[status] += 1
+            c["call"].info["pool"] = status
+        calls += [c["call"], *c["critics"], *plan, *answers]
+    return StepResult(calls, offers, _metrics(calls, offers, pool, times))
+
+
+def _timer(ask: Ask, times: dict[str, float]) -> Ask:
+    def timed(role: str, chats: list[roles.Chat]) -> list[Generation]:
+        clock = time.perf_counter()
+        replies = ask(role, chats) if chats else []
+        if len(replies) != len(chats):
+            raise ValueError(f"{role}: {len(replies)} replies for {len(chats)} prompts")
+        times[role] = times.get(role, 0.0) + time.perf_counter() - clock
+        return replies
+
+    return timed
+
+
+def _references(pool: Pool, rng, settings: SageSettings) -> list[Entry]:
+    first = pool.sample(rng, 1)[0]
+    return [first, *pool.sample(rng, settings.references - 1, first.problem.kind)]
+
+
+def _challenge(step, references, ask: Ask, checker: Checker, settings) -> list[dict]:
+    chats = [roles.challenger_chat([e.problem for e in refs]) for refs in references]
+    replies = ask("challenger", chats)
+    found = []
+    for i, (refs, chat, reply) in enumerate(
+        zip(references, chats, replies, strict=True)
+    ):
+        kind = refs[0].problem.kind
+        proposal = roles.proposal(reply.text, kind)
+        valid = proposal is not None and checker.valid(proposal)
+        item = f"step{step}-q{i}"
+        found.append({
+            "call": Call("challenger", chat, reply, item),
+            "proposal": proposal, "valid": valid, "score": 0.0, "critics": [],
+            "format": R.format_score(reply.text, roles.tags("challenger", kind)),
+            "problem": _problem(item, proposal, refs[0].problem) if valid else None,
+        })  # fmt: skip
+    rated = [c for c in found if c["proposal"] is not None]
+    chats = [roles.critic_question_chat(c["proposal"].question) for c in rated]
+    for c, chat, reply in zip(rated, chats, ask("critic", chats), strict=True):
+        c["score"] = R.norm(R.parse_score(reply.text), settings.norm)
+        c["critics"] = [
+            _critic_call(chat, reply, c["call"].item, "question", c["score"])
+        ]
+        c["call"].info["question_score"] = c["score"]
+    return found
+
+
+def _problem(item: str, proposal: roles.Proposal, parent: Problem) -> Problem:
+    code = proposal.kind == "code"
+    return Problem(
+        id=item, kind=proposal.kind, question=proposal.question,
+        answer="" if code else proposal.answer, tests=proposal.tests,
+        solution=proposal.answer if code else "", level=parent.level + 1,
+        source="challenger",
+    )  # fmt: skip
+
+
+def _critic_call(chat, reply: Generation, item: str, about: str, score) -> Call:
+    reward = R.critic(R.format_score(reply.text, roles.tags("critic", "math")))
+    return Call("critic", chat, reply, item, reward, {"about": about, "score": score})
+
+
+def _plan(targets: list[Problem], ask: Ask, settings: SageSettings) -> list[list[Call]]:
+    """Per target: [planner call, critic call], or [] with planning off."""
+    if not settings.planning:
+        return [[] for _ in targets]
+    chats = [roles.planner_chat(t.question) for t in targets]
+    replies = ask("planner", chats)
+    texts = [roles.tag(r.text, "plan") or "" for r in replies]
+    critic_chats = [
+        roles.critic_plan_chat(t.question, p)
+        for t, p in zip(targets, texts, strict=True)
+    ]
+    verdicts = ask("critic", critic_chats)
+    plans = []
+    for t, chat, reply, text, critic_chat, verdict in zip(
+        targets, chats, replies, texts, critic_chats, verdicts, strict=True
+    ):
+        score = R.norm(R.parse_score(verdict.text), settings.norm) if text else 0.0
+        form = R.format_score(reply.text, roles.tags("planner", t.kind))
+        call = Call("planner", chat, reply, t.id, R.planner(score, form, settings.weights),
+                    {"plan_score": score, "plan": text})  # fmt: skip
+        plans.append([call, _critic_call(critic_chat, verdict, t.id, "plan", score)])
+    return plans
+
+
+def _solve(targets, plans, ask: Ask, checker: Checker, settings) -> list[list[Call]]:
+    chats, meta = [], []
+    for t, plan in zip(targets, plans, strict=True):
+        score = plan[0].info["plan_score"] if plan else None
+        shown = score is not None and R.plan_shown(score, settings.weights)
+        chat = roles.solver_chat(t, plan[0].info["plan"] if shown else None)
+        chats += [chat] * settings.solver_samples
+        meta += [(t, score, shown)] * settings.solver_samples
+    replies = ask("solver", chats)
+    calls = []
+    for chat, reply, (t, score, shown) in zip(chats, replies, meta, strict=True):
+        correct = checker.correct(t, roles.solver_answer(reply.text, t.kind))
+        form = R.format_score(reply.text, roles.tags("solver", t.kind))
+        reward = R.solver(correct, form, score, settings.weights)
+        calls.append(Call("solver", chat, reply, t.id, reward,
+                          {"correct": correct, "plan_shown": shown}))  # fmt: skip
+    n = settings.solver_samples
+    return [calls[i : i + n] for i in range(0, len(calls), n)]
+
+
+def _metrics(calls: list[Call], offers: dict, pool: Pool, times: dict) -> dict:
+    by_role: dict[str, list[float]] = {}
+    for call in calls:
+        by_role.setdefault(call.role, []).append(call.reward)
+    solver = [c for c in calls if c.role == "solver"]
+    challenger = [c for c in calls if c.role == "challenger"]
+    return {
+        "reward": {role: sum(v) / len(v) for role, v in by_role.items()},
+        "solver_accuracy": sum(c.info["correct"] for c in solver) / max(len(solver), 1),
+        "plan_shown": sum(c.info["plan_shown"] for c in solver) / max(len(solver), 1),
+        "valid_questions": sum("pool" in c.info for c in challenger),
+        "offers": offers,
+        "pool_size": len(pool),
+        "seconds": times,
+    }

@@ -1,0 +1,141 @@
+"""One SAGE step with scripted role replies and the real verifiers: rewards
+against hand-worked values, the plan gate, and what may enter the pool."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from evoflow.policy.base import Generation
+from evoflow.sage.pool import seeded
+from evoflow.sage.problems import code_problem, math_problem
+from evoflow.sage.step import Checker, SageSettings, run_step
+from evoflow.verify import MathVerifier
+
+QUESTION = "<question>Lea has 2 cats and gets 3 more. How many cats?</question>"
+
+
+@pytest.fixture(scope="module")
+def checker():
+    with MathVerifier(seconds=10) as maths:
+        yield Checker(maths)
+
+
+def scripted(challenger: str, question_score: int, plan_score: int, solver=None):
+    """Replies by role; the Solver alternates a right and a wrong answer."""
+    prompts: dict[str, list] = {}
+
+    def ask(role, chats):
+        prompts.setdefault(role, []).extend(chats)
+        if role == "challenger":
+            texts = [challenger] * len(chats)
+        elif role == "planner":
+            texts = ["<plan>1. add the cats</plan>"] * len(chats)
+        elif role == "critic":
+            plan = "Plan:" in chats[0][0]["content"]
+            score = plan_score if plan else question_score
+            texts = [f"<score>{score}</score>"] * len(chats)
+        else:
+            texts = solver or ["<answer>5</answer>", "<answer>4</answer>"] * len(chats)
+        return [Generation(t, 1, 1) for t in texts[: len(chats)]]
+
+    return ask, prompts
+
+
+def step(ask, checker, pool=None, **settings):
+    pool = pool or seeded([math_problem(0, 1, i) for i in range(3)])
+    result = run_step(1, pool, ask, checker, SageSettings(questions=1, **settings),
+                      random.Random(0))  # fmt: skip
+    return result, pool
+
+
+def rewards(result, role):
+    return [c.reward for c in result.calls if c.role == role]
+
+
+def test_a_valid_question_scored_8_joins_the_pool_with_hand_worked_rewards(checker):
+    ask, prompts = scripted(QUESTION + "<answer>5</answer><type>math</type>", 8, 7)
+    result, pool = step(ask, checker)
+    s_q, s_p = 7 / 9, 6 / 9  # Norm(8), Norm(7) on the 1-10 scale
+    # two of four Solver samples right: r_d = 0.5; every format complete
+    assert rewards(result, "challenger") == pytest.approx([(s_q + 0.5 + 1) / 3])
+    assert rewards(result, "planner") == pytest.approx([0.5 * s_p + 0.5])
+    right, wrong = 0.2 * s_p + 0.6 + 0.2, 0.2 * s_p + 0.2
+    assert rewards(result, "solver") == pytest.approx([right, wrong, right, wrong])
+    assert rewards(result, "critic") == [1.0, 1.0]
+    assert len(pool) == 4 and result.offers["accepted"] == 1
+    entry = pool.entries[-1]
+    assert (entry.problem.answer, entry.step, entry.solve_rate) == ("5", 1, 0.5)
+    # the Planner and the Solver worked on the new question
+    assert "Lea has 2 cats" in prompts["solver"][0][0]["content"]
+
+
+def test_a_question_scored_7_stays_out_and_the_reward_drops_difficulty(checker):
+    ask, _ = scripted(QUESTION + "<answer>5</answer><type>math</type>", 7, 7)
+    result, pool = step(ask, checker)
+    assert rewards(result, "challenger") == pytest.approx([(6 / 9 + 1) / 2])
+    assert len(pool) == 3 and result.offers["rejected"] == 1
+
+
+@pytest.mark.parametrize(("plan_score", "shown"), [(3, False), (4, True)])
+def test_the_solver_sees_the_plan_only_from_the_gate_up(checker, plan_score, shown):
+    # beta = 0.3: Norm(3) = 0.222 hides the plan, Norm(4) = 0.333 shows it
+    ask, prompts = scripted(
+        QUESTION + "<answer>5</answer><type>math</type>", 9, plan_score
+    )
+    result, _ = step(ask, checker)
+    seen = ["add the cats" in chat[0]["content"] for chat in prompts["solver"]]
+    assert seen == [shown] * 4
+    s_p = (plan_score - 1) / 9
+    right = 0.2 * (s_p if shown else 0.0) + 0.6 + 0.2
+    assert rewards(result, "solver")[0] == pytest.approx(right)
+
+
+def test_a_code_question_whose_reference_fails_its_tests_never_enters(checker):
+    pool = seeded([code_problem(0, i) for i in range(2)])
+    good = ("<question>Write add(a, b).</question><tests>assert add(1, 2) == 3\n"
+            "assert add(0, 0) == 0</tests><answer>def add(a, b):\n    return a + b"
+            "</answer><type>code</type>")  # fmt: skip
+    bad = good.replace("return a + b", "return a - b")
+    solver = ["<answer>def add(a, b):\n    return a + b</answer>"] * 4
+    ask, _ = scripted(bad, 10, 9, solver)
+    result, pool = step(ask, checker, pool)
+    assert len(pool) == 2 and result.offers == {
+        "accepted": 0,
+        "rejected": 0,
+        "duplicate": 0,
+    }
+    assert "pool" not in result.calls[0].info  # invalid: never offered
+    ask, _ = scripted(good, 10, 9, solver)
+    result, pool = step(ask, checker, pool)
+    assert (
+        len(pool) == 3 and pool.entries[-1].problem.tests[0] == "assert add(1, 2) == 3"
+    )
+    assert pool.entries[-1].solve_rate == 1.0  # r_d = 0 for a question all solve
+    assert rewards(result, "challenger") == pytest.approx([(1 + 0 + 1) / 3])
+
+
+def test_a_repeated_question_is_refused_and_a_missing_one_scores_zero(checker):
+    ask, _ = scripted(QUESTION + "<answer>5</answer><type>math</type>", 9, 9)
+    result, pool = step(ask, checker)
+    result, pool = step(ask, checker, pool)
+    assert result.offers["duplicate"] == 1 and len(pool) == 4
+    ask, prompts = scripted("I would rather not.", 9, 9)
+    result, pool = step(ask, checker, pool)
+    # no <question>: nothing for the Critic to rate (s_q = 0), r_f = 0
+    assert rewards(result, "challenger") == [0.0]
+    assert "critic" not in {
+        c.role for c in result.calls if c.info.get("about") == "question"
+    }
+    # the Solver then works on the reference problem instead
+    assert any(
+        e.problem.question in prompts["solver"][0][0]["content"] for e in pool.entries
+    )
+
+
+def test_planning_off_pays_the_solver_half_correctness_half_format(checker):
+    ask, prompts = scripted(QUESTION + "<answer>5</answer><type>math</type>", 9, 9)
+    result, _ = step(ask, checker, planning=False)
+    assert "planner" not in prompts
+    assert rewards(result, "solver") == pytest.approx([1.0, 0.5, 1.0, 0.5])
