@@ -7,7 +7,7 @@ from evoflow.config import config_hash, validate_config
 from evoflow.methods import POOLED, Layout, family, methods_from_config
 from evoflow.methods.base import tts_files
 from evoflow.methods.layout import EXPERT, EXPERT_SETS
-from evoflow.report.build import rank_methods, report_outputs, report_rl_inputs
+from evoflow.report.build import rank_methods, report_outputs, report_rl_inputs, report_sage_inputs
 
 # Fill defaults in place so every rule sees the same resolved config; a wrong
 # key, type or value stops the workflow here with a message naming the key.
@@ -129,6 +129,30 @@ def rl_settings(wildcards):
     return {**settings, "kind": method.kind.name, "options": method.options}
 
 
+def sage_settings():
+    """SAGE's experiment-wide params: its data and warm-up (not the methods')."""
+    section = config.get("sage") or {}
+    return {"experiment": EXP, "seed": config["seed"], "model": config["model"],
+            "sage": {k: section[k] for k in ("data", "warmup") if k in section}}
+
+
+def sage_method_settings(wildcards):
+    method = method_of(wildcards)
+    return {**sage_settings(), "kind": method.kind.name, "options": method.options}
+
+
+def sage_span_inputs(wildcards):
+    method = method_of(wildcards)
+    return family(method).span_inputs(LAYOUT, method, int(wildcards.round))
+
+
+def sage_eval_inputs(wildcards):
+    method = method_of(wildcards)
+    adapter = family(method).eval_adapter(LAYOUT, method, int(wildcards.round))
+    inputs = {"problems": LAYOUT.sage_data("eval_problems.json")}
+    return {**inputs, "adapter": adapter} if adapter else inputs
+
+
 def explore_sampling(method):
     return family(method).explore_sampling(method, config["generation"])
 
@@ -156,7 +180,8 @@ REPORT_CAPTIONS = {"table_md": "table1.rst", "table_csv": "table1.rst", "table_t
                    "curves": "curves.rst", "ablations": "ablations.rst", "ranks": "ranks.rst",
                    "table3_md": "table3.rst", "table3_csv": "table3.rst",
                    "iterations": "iterations.rst", "tts_turns": "tts.rst", "tts_passk": "tts.rst",
-                   "rl_training": "rl.rst", "rl_tables": "rl.rst", "rl_tables_csv": "rl.rst"}
+                   "rl_training": "rl.rst", "rl_tables": "rl.rst", "rl_tables_csv": "rl.rst",
+                   "sage_tables": "sage.rst", "sage_tables_csv": "sage.rst", "sage_dynamics": "sage.rst"}
 
 
 def rank_comm_files():

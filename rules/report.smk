@@ -24,6 +24,7 @@ rule report:
         buffers=explore_buffers(),
         tts=tts_files(LAYOUT, config, METHODS, "metrics.json"),
         rl=report_rl_inputs(config, RESULTS),
+        sage=report_sage_inputs(config, RESULTS),
     output:
         **{
             name: report(path, caption=f"../workflow/report/{REPORT_CAPTIONS[name]}", category="Fed-SE")

@@ -61,6 +61,18 @@ class Layout:
         """Test-time scaling runs: ``probe`` is ``turns=<h>`` or ``passk``."""
         return f"{self.results}/{method}/round={round}/tts/{probe}/env={env}/{leaf}"
 
+    def sage_data(self, leaf: str) -> str:
+        """SAGE's experiment-wide data: the seed pool, the evaluation problems."""
+        return f"{self.results}/sage_data/{leaf}"
+
+    @property
+    def sage_warmup(self) -> str:
+        """The adapter SFT-warmed on the roles' tags that every SAGE method starts from."""
+        return f"{self.results}/sage_warmup/adapter"
+
+    def sage_eval(self, method: str, round: int | str, leaf: str) -> str:
+        return f"{self.results}/{method}/round={round}/sage_eval/{leaf}"
+
     @property
     def config(self) -> str:
         return f"{self.results}/config.json"

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from evoflow.methods import agentevol, fedse, rl
+from evoflow.methods import agentevol, fedse, rl, sage
 from evoflow.methods.base import Kind, Method
 from evoflow.train.sft_config import SFTConfig
 
-FAMILIES = {module.FAMILY: module for module in (fedse, agentevol, rl)}
+FAMILIES = {module.FAMILY: module for module in (fedse, agentevol, rl, sage)}
 KINDS: dict[str, Kind] = {
     kind.name: kind for module in FAMILIES.values() for kind in module.KINDS
 }
+ENVLESS = ("sage",)  # families that play no environment (their own evaluation)
 ABLATION_KINDS = tuple(name for name, kind in KINDS.items() if kind.ablation)
 
 
@@ -47,6 +48,11 @@ def methods_from_config(config: dict[str, Any]) -> dict[str, Method]:
         rounds, options = FAMILIES[KINDS[kind].family].resolve(config, entry)
         stride = config["fed"]["eval_stride"]
         resolved[name] = Method(name, KINDS[kind], rounds, stride, sft, options)
+    playing = [n for n, m in resolved.items() if m.kind.family not in ENVLESS]
+    if playing and not config["envs"]:
+        raise ValueError(
+            f"envs: methods {playing} play environments, but none is configured"
+        )
     for name, method in resolved.items():  # cross-method references
         link = getattr(FAMILIES[method.kind.family], "link", None)
         if link is not None:

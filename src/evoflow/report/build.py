@@ -21,7 +21,8 @@ from evoflow.methods import (
     methods_from_config,
 )
 from evoflow.methods import rl as rl_family
-from evoflow.report import agentgym, agentgym_rl, figures, scaling
+from evoflow.methods.registry import ENVLESS
+from evoflow.report import agentgym, agentgym_rl, figures, sage, scaling
 from evoflow.report.behaviour import behaviour_markdown, explored
 from evoflow.report.tables import (
     ENV_TITLES,
@@ -37,7 +38,15 @@ log = logging.getLogger(__name__)
 def report_outputs(config: dict, reports: str) -> dict[str, str]:
     """Files the report of this config consists of (known before any job runs)."""
     methods = methods_from_config(config)
-    outputs = {
+    outputs = {}
+    if _sage_methods(methods):
+        outputs["sage_tables"] = f"{reports}/sage_tables.md"
+        outputs["sage_tables_csv"] = f"{reports}/sage_tables.csv"
+        outputs["sage_dynamics"] = f"{reports}/figures/sage_dynamics.png"
+    methods = _env_methods(methods)
+    if not methods:
+        return outputs
+    outputs |= {
         "table_md": f"{reports}/table1.md",
         "table_csv": f"{reports}/table1.csv",
         "table_tex": f"{reports}/table1.tex",
@@ -78,14 +87,24 @@ def report_rl_inputs(config: dict, results: str) -> list[str]:
     return files
 
 
+def report_sage_inputs(config: dict, results: str) -> list[str]:
+    """What SAGE's figure reads besides its evaluations: every span's metrics."""
+    methods, layout = methods_from_config(config), Layout(results)
+    return [layout.server(name, r, "metrics.json")
+            for name, m in _sage_methods(methods).items() for r in range(1, m.rounds + 1)]  # fmt: skip
+
+
 def build_report(
     config: dict, results: str | Path, outputs: dict[str, str]
 ) -> list[Row]:
     """Write every output of ``report_outputs``; return the table rows."""
     results = Path(results)
-    methods = dict(
-        sorted(methods_from_config(config).items(), key=lambda kv: _row_order(*kv))
-    )
+    every = methods_from_config(config)
+    if "sage_tables" in outputs:
+        _sage_report(_sage_methods(every), Layout(str(results)), outputs)
+    methods = dict(sorted(_env_methods(every).items(), key=lambda kv: _row_order(*kv)))
+    if not methods:
+        return []
     envs = list(config["envs"])
 
     layout = Layout(str(results))
@@ -204,6 +223,39 @@ def _scaling_figures(config, methods, layout, rows, outputs) -> None:
         scaling.scaling_figure(
             curves, "k (samples per task)", outputs["tts_passk"], log2=True
         )
+
+
+def _sage_methods(methods: dict[str, Method]) -> dict[str, Method]:
+    return {n: m for n, m in methods.items() if m.kind.family == "sage"}
+
+
+def _env_methods(methods: dict[str, Method]) -> dict[str, Method]:
+    return {n: m for n, m in methods.items() if m.kind.family not in ENVLESS}
+
+
+def _sage_report(methods: dict[str, Method], layout: Layout, outputs) -> None:
+    def final(name: str, m: Method) -> dict:
+        path = layout.sage_eval(name, m.final_round, "metrics.json")
+        return json.loads(Path(path).read_text())
+
+    titles = {n: method_title(n, m.kind.name) for n, m in methods.items()}
+    main, ablations = {}, {}
+    for name, m in methods.items():
+        if m.kind.name == "sage" and not main:
+            path = layout.sage_eval(name, 0, "metrics.json")
+            main["Base Model (warm-up SFT)"] = json.loads(Path(path).read_text())
+        (main if m.kind.name == "sage" else ablations)[titles[name]] = final(name, m)
+    if ablations and any(m.kind.name == "sage" for m in methods.values()):
+        ablations = {"full": main[next(t for n, t in titles.items()
+                                       if methods[n].kind.name == "sage")], **ablations}  # fmt: skip
+    write_text(outputs["sage_tables"], sage.tables_markdown(main, ablations))
+    write_text(outputs["sage_tables_csv"], sage.tables_csv({**main, **ablations}))
+    series = {}
+    for name, m in methods.items():
+        spans = [layout.server(name, r, "metrics.json") for r in range(1, m.rounds + 1)]
+        evals = {r: layout.sage_eval(name, r, "metrics.json") for r in m.eval_rounds}
+        series[titles[name]] = sage.dynamics(spans, evals, m.options["span_steps"])
+    figures.sage_dynamics(series, outputs["sage_dynamics"])
 
 
 def _rl_methods(methods: dict[str, Method]) -> dict[str, Method]:

@@ -126,3 +126,19 @@ def training_curves(
         ax.grid(alpha=0.3)
     left.legend(fontsize="small")
     _save(figure, path)
+
+
+def sage_dynamics(series: Mapping[str, Mapping[str, Mapping[int, float]]],
+                  path: str | Path) -> None:  # fmt: skip
+    """SAGE's Figure 3: pool size and validation accuracy by step, per method
+    (``series``: title -> {"pool": step -> size, "accuracy": step -> %})."""
+    figure = _figure(9, 3.4)
+    pool_ax, acc_ax = figure.subplots(1, 2)
+    for title, s in series.items():
+        pool_ax.plot(list(s["pool"]), list(s["pool"].values()), marker="o", label=title)
+        acc_ax.plot(list(s["accuracy"]), list(s["accuracy"].values()), marker="o",
+                    label=title)  # fmt: skip
+    pool_ax.set(xlabel="step", ylabel="questions in the pool", title="pool size")
+    acc_ax.set(xlabel="step", ylabel="Solver pass@1 (%)", title="validation accuracy")
+    acc_ax.legend(fontsize=7)
+    _save(figure, path)

@@ -90,16 +90,8 @@ def connect(
     for table in TABLE_FILES:
         files = find_shards(root, table)
         if files:
-            con.execute(f"CREATE OR REPLACE VIEW {table} AS {_table_sql(files)}")
+            con.execute(f"CREATE OR REPLACE VIEW {table} AS {_table_sql(files, root)}")
     return con
-
-
-def _table_sql(files: list[Path]) -> str:
-    listing = ", ".join(_quote(str(f)) for f in files)
-    return (
-        f"SELECT * FROM read_parquet([{listing}], hive_partitioning=true, "
-        "union_by_name=true, filename='file')"
-    )
 
 
 def _episodes_sql(
@@ -112,23 +104,33 @@ def _episodes_sql(
     empty = "SELECT *, NULL::VARCHAR AS shard FROM _no_episodes"
     if not shards:
         return empty
-    groups: dict[tuple[str, ...], list[Path]] = defaultdict(list)
-    for shard in shards:
-        groups[tuple(sorted(hive_keys(shard, root)))].append(shard)
-    selects = []
-    for keys, files in sorted(groups.items()):
-        listing = ", ".join(_quote(str(f)) for f in files)
-        hive = "true" if keys else "false"
-        selects.append(
-            f"SELECT * FROM read_parquet([{listing}], hive_partitioning={hive}, "
-            "union_by_name=true, filename='shard')"
-        )
-    union = " UNION ALL BY NAME ".join([empty, *selects])
+    union = " UNION ALL BY NAME ".join([empty, *_selects(shards, root, "shard")])
     return (
         "SELECT * REPLACE (coalesce(sample, 0) AS sample, "
         "coalesce(extras, '{}') AS extras, coalesce(artifacts, []) AS artifacts) "
         f"FROM ({union})"
     )
+
+
+def _table_sql(files: list[Path], root: Path) -> str:
+    return " UNION ALL BY NAME ".join(_selects(files, root, "file"))
+
+
+def _selects(files: list[Path], root: Path, name_column: str) -> list[str]:
+    """One ``read_parquet`` per set of folder keys (DuckDB's hive reader wants
+    one key set per call), to be unioned by column name."""
+    groups: dict[tuple[str, ...], list[Path]] = defaultdict(list)
+    for path in files:
+        groups[tuple(sorted(hive_keys(path, root)))].append(path)
+    selects = []
+    for keys, members in sorted(groups.items()):
+        listing = ", ".join(_quote(str(f)) for f in members)
+        hive = "true" if keys else "false"
+        selects.append(
+            f"SELECT * FROM read_parquet([{listing}], hive_partitioning={hive}, "
+            f"union_by_name=true, filename='{name_column}')"
+        )
+    return selects
 
 
 def _quote(text: str) -> str:

@@ -1,0 +1,74 @@
+# SAGE (wiring: evoflow.methods.sage): the seed pool and held-out problems, the
+# warm-up on the roles' tags, one job per span of self-play steps, and the
+# Solver's evaluation on the held-out problems.
+
+
+rule sage_data:
+    output:
+        pool=LAYOUT.sage_data("pool.parquet"),
+        problems=LAYOUT.sage_data("eval_problems.json"),
+    log:
+        f"{LOGS}/sage_data.log",
+    params:
+        settings=sage_settings(),
+    conda:
+        ENV
+    script:
+        "../scripts/sage_data.py"
+
+
+rule sage_warmup:
+    input:
+        pool=LAYOUT.sage_data("pool.parquet"),
+    output:
+        adapter=directory(LAYOUT.sage_warmup),
+    log:
+        f"{LOGS}/sage_warmup.log",
+    params:
+        settings=sage_settings(),
+    threads: 1
+    conda:
+        ENV
+    script:
+        "../scripts/sage_warmup.py"
+
+
+rule sage_span:
+    input:
+        unpack(sage_span_inputs),
+    output:
+        adapter=directory(f"{RESULTS}/{{method}}/round={{round}}/global/adapter"),
+        state=f"{RESULTS}/{{method}}/round={{round}}/global/state.pt",
+        rollouts=f"{RESULTS}/{{method}}/round={{round}}/global/rollouts.parquet",
+        metrics=f"{RESULTS}/{{method}}/round={{round}}/global/metrics.json",
+        pool=f"{RESULTS}/{{method}}/round={{round}}/global/pool.parquet",
+    log:
+        f"{LOGS}/{{method}}/round={{round}}/sage_span.log",
+    wildcard_constraints:
+        method=methods_where(lambda kind: kind.family == "sage"),
+    params:
+        settings=sage_method_settings,
+    threads: 1
+    conda:
+        ENV
+    script:
+        "../scripts/sage_span.py"
+
+
+rule sage_evaluate:
+    input:
+        unpack(sage_eval_inputs),
+    output:
+        episodes=LAYOUT.sage_eval("{method}", "{round}", "episodes.parquet"),
+        metrics=LAYOUT.sage_eval("{method}", "{round}", "metrics.json"),
+    log:
+        f"{LOGS}/{{method}}/round={{round}}/sage_evaluate.log",
+    wildcard_constraints:
+        method=methods_where(lambda kind: kind.family == "sage"),
+    params:
+        settings=sage_method_settings,
+    threads: 1
+    conda:
+        ENV
+    script:
+        "../scripts/sage_evaluate.py"

@@ -1,0 +1,10 @@
+"""SAGE's seed pool and held-out problems (evoflow.sage.run.prepare)."""
+
+import logging
+import sys
+
+from evoflow.sage.run import prepare
+
+sys.stderr = open(snakemake.log[0], "w")
+logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+prepare(snakemake.params.settings, snakemake.output.pool, snakemake.output.problems)

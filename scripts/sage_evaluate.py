@@ -1,0 +1,21 @@
+"""The Solver's pass@1 on SAGE's held-out problems (evoflow.sage.run.evaluate)."""
+
+import logging
+import sys
+
+from evoflow.config import config_hash
+from evoflow.sage.run import evaluate
+
+sys.stderr = open(snakemake.log[0], "w")
+logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+adapter = str(snakemake.input.adapter) if "adapter" in snakemake.input.keys() else None
+evaluate(
+    snakemake.params.settings,
+    config_hash(snakemake.params.settings),
+    method=snakemake.wildcards.method,
+    round=int(snakemake.wildcards.round),
+    adapter=adapter,
+    eval_file=snakemake.input.problems,
+    output={"episodes": snakemake.output.episodes, "metrics": snakemake.output.metrics},
+    threads=snakemake.threads,
+)

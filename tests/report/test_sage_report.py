@@ -1,0 +1,42 @@
+"""SAGE's tables: the paper's rows as typed from seed 001, ours beside them."""
+
+from __future__ import annotations
+
+import json
+
+from evoflow.report import sage
+
+
+def metrics(l1: float, overall: float) -> dict:
+    return {"accuracy": {"math-L1": l1, "humaneval": 0.0},
+            "problems": {"math-L1": 10, "humaneval": 4}, "overall": overall}  # fmt: skip
+
+
+def test_tables_print_the_papers_rows_and_ours():
+    text = sage.tables_markdown(
+        {"Base Model (warm-up SFT)": metrics(0.3, 0.25), "SAGE": metrics(0.5, 0.375)},
+        {"full": metrics(0.5, 0.375), "w/o critic training": metrics(0.4, 0.3)},
+    )
+    # Table 1, Qwen-2.5-3B SAGE row and Table 3's w/o-solver row, as in seed 001
+    assert "| Qwen-2.5-3B-Instruct | SAGE | 68.9 | 62.4 | 16.9 | 85.5 |" in text
+    assert "| w/o solver training | 67.7 | 64.3 | 9.0 | 81.2 |" in text
+    assert "| method | humaneval (n=4) | math-L1 (n=10) | Overall |" in text
+    assert "| SAGE | 0.0 | 50.0 | 37.5 |" in text
+    assert "| w/o critic training | 0.0 | 40.0 | 30.0 |" in text
+    assert "validation_accuracy | 80 | 65.8" in text  # Figure 3's stated points
+    assert sage.tables_csv({"SAGE": metrics(0.5, 0.375)}).splitlines()[1:] == [
+        "SAGE,math-L1,0.5000,10", "SAGE,humaneval,0.0000,4", "SAGE,overall,0.3750,14"]  # fmt: skip
+
+
+def test_dynamics_reads_pool_size_per_step_and_accuracy_per_span(tmp_path):
+    for span, sizes in ((1, [40, 41]), (2, [43, 43])):
+        rows = [
+            {"step": 2 * (span - 1) + i, "pool_size": s} for i, s in enumerate(sizes)
+        ]
+        (tmp_path / f"s{span}.json").write_text(json.dumps({"steps": rows}))
+    for r, acc in ((0, 0.2), (2, 0.3)):
+        (tmp_path / f"e{r}.json").write_text(json.dumps({"overall": acc}))
+    series = sage.dynamics([tmp_path / "s1.json", tmp_path / "s2.json"],
+                           {0: tmp_path / "e0.json", 2: tmp_path / "e2.json"}, 2)  # fmt: skip
+    assert series["pool"] == {1: 40, 2: 41, 3: 43, 4: 43}
+    assert series["accuracy"] == {0: 20.0, 2 * 2: 30.0}
