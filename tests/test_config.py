@@ -238,5 +238,6 @@ def test_every_shipped_config_validates(path):
     config = load_config(path)
     assert config["methods"]
     assert config["envs"] or all(
-        KINDS[m.get("kind") or n].family in ENVLESS for n, m in config["methods"].items()
+        KINDS[m.get("kind") or n].family in ENVLESS
+        for n, m in config["methods"].items()
     )
