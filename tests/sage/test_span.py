@@ -61,7 +61,9 @@ def test_a_resumed_sage_run_equals_an_unbroken_one(tmp_path, checker):
     assert counts.pop("critic") >= 4
     assert counts == {"challenger": 4, "planner": 4, "solver": 8}
     assert all(m[-1]["token_ids"] for m in whole.column("messages").to_pylist())
-    assert len(pools.read([seed, tmp_path / "whole" / pools.POOL_FILE])) >= 4
+    whole_pool = pools.read([seed, tmp_path / "whole" / pools.POOL_FILE]).entries
+    resumed = pools.read([seed, *(tmp_path / p / pools.POOL_FILE for p in ("a", "b"))])
+    assert resumed.entries == whole_pool  # the same questions, in the same order
 
 
 class Scripted(Policy):

@@ -139,3 +139,14 @@ def test_planning_off_pays_the_solver_half_correctness_half_format(checker):
     result, _ = step(ask, checker, planning=False)
     assert "planner" not in prompts
     assert rewards(result, "solver") == pytest.approx([1.0, 0.5, 1.0, 0.5])
+
+
+def test_a_wrong_answer_key_is_paid_as_the_hardest_question(checker):
+    # The known self-play failure mode (SPEC-wave2 §3.7): the Challenger's answer
+    # is wrong (2 + 3 = 6), every right Solver answer (5) is marked wrong, so
+    # r_d = 1 and the question enters the pool with its wrong key.
+    wrong = QUESTION + "<answer>6</answer><type>math</type>"
+    ask, _ = scripted(wrong, 9, 9, ["<answer>5</answer>"] * 4)
+    result, pool = step(ask, checker)
+    assert rewards(result, "challenger") == pytest.approx([(8 / 9 + 1 + 1) / 3])
+    assert pool.entries[-1].problem.answer == "6" and pool.entries[-1].solve_rate == 0.0
