@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -54,6 +57,22 @@ def test_a_check_over_its_time_is_wrong_and_the_worker_recovers():
         assert verdict.seconds < 3
         slow.seconds = 10
         assert slow.check("2", "2").correct  # a fresh worker answers
+
+
+def test_a_worker_that_dies_mid_check_costs_that_check_only():
+    # Prepare: a check slow enough to kill the worker while it runs
+    nested = "$" + "(" * 3000 + "1" + ")" * 3000 + "$"
+    with MathVerifier(seconds=30) as v:
+        v.check("1", "1")
+        pid = v.worker_pid
+        killer = threading.Timer(0.2, os.kill, (pid, signal.SIGKILL))
+        killer.start()
+        # Execute
+        verdict = v.check("2", nested)
+        killer.join()
+        # Assert: wrong, not an exception; a fresh worker answers the next check
+        assert (verdict.correct, verdict.status) == (False, "crashed")
+        assert v.check("2", "2").correct and v.worker_pid != pid
 
 
 def test_checks_from_many_threads(verifier):

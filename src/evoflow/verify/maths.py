@@ -5,8 +5,11 @@ which only works in a process's main thread — not in the rollout engine's
 threads. So checks run in a worker process with math-verify's own timeouts
 off, and the caller waits at most ``seconds`` per check: a check that takes
 longer (a pathological expression) gets the worker killed and restarted and
-counts as wrong, with status ``timeout``. The gold answer is parsed first, as
-math-verify requires (its comparison is not symmetric).
+counts as wrong, with status ``timeout``. A worker that dies or raises on an
+input (status ``crashed`` / ``error``; its memory is capped at ``MEMORY_MB``)
+costs that check only: it counts as wrong and the next check gets a fresh
+worker. The gold answer is parsed first, as math-verify requires (its
+comparison is not symmetric).
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ import time
 from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
-STATUSES = ("equal", "different", "unparsable_gold", "unparsable_answer", "timeout")
+STATUSES = ("equal", "different", "unparsable_gold", "unparsable_answer", "timeout",
+            "error", "crashed")  # fmt: skip
+MEMORY_MB = 2048  # address-space cap of the worker
 
 
 @dataclass(frozen=True)
@@ -56,14 +61,19 @@ class MathVerifier:
         with self._lock:
             started = time.perf_counter()
             self._ensure_worker()
-            self._conn.send(request)
-            if not self._conn.poll(self.seconds):
-                log.warning(
-                    "math check over %.1f s; restarting the worker", self.seconds
-                )
+            try:
+                self._conn.send(request)
+                if not self._conn.poll(self.seconds):
+                    log.warning(
+                        "math check over %.1f s; restarting the worker", self.seconds
+                    )
+                    self._stop()
+                    return MathVerdict(False, "timeout", time.perf_counter() - started)
+                status = self._conn.recv()
+            except (EOFError, OSError) as error:  # the worker died mid-check
+                log.warning("math worker died (%s); the check counts as wrong", error)
                 self._stop()
-                return MathVerdict(False, "timeout", time.perf_counter() - started)
-            status = self._conn.recv()
+                return MathVerdict(False, "crashed", time.perf_counter() - started)
             return MathVerdict(status == "equal", status, time.perf_counter() - started)
 
     def _ensure_worker(self) -> None:
@@ -82,6 +92,11 @@ class MathVerifier:
             self._conn.close()
         self._process = self._conn = None
 
+    @property
+    def worker_pid(self) -> int | None:
+        """The worker process's id (None before the first check)."""
+        return None if self._process is None else self._process.pid
+
     def close(self) -> None:
         with self._lock:
             self._stop()
@@ -95,13 +110,21 @@ class MathVerifier:
 
 def _serve(conn) -> None:
     """The worker: answer requests until the pipe closes."""
+    import resource
+
     logging.disable(logging.WARNING)  # math-verify warns that its timeouts are off
+    cap = MEMORY_MB * 2**20
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     while True:
         try:
             kind, gold, answer = conn.recv()
         except EOFError:
             return
-        conn.send(_judge(kind, gold, answer))
+        try:
+            verdict = _judge(kind, gold, answer)
+        except Exception:  # noqa: BLE001 - any failure of the library is a wrong answer
+            verdict = "error"
+        conn.send(verdict)
 
 
 def _judge(kind: str, gold: str, answer: str) -> str:
