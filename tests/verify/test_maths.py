@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -73,6 +75,21 @@ def test_a_worker_that_dies_mid_check_costs_that_check_only():
         # Assert: wrong, not an exception; a fresh worker answers the next check
         assert (verdict.correct, verdict.status) == (False, "crashed")
         assert v.check("2", "2").correct and v.worker_pid != pid
+
+
+def test_the_worker_never_reruns_the_callers_script(tmp_path):
+    # A script that must not run twice (a Snakemake script opens its log, reads
+    # the snakemake object): a multiprocessing "spawn" child would re-run it.
+    script = tmp_path / "job.py"
+    script.write_text(
+        "assert __name__ == '__main__', 're-run'\n"
+        "from evoflow.verify import MathVerifier\n"
+        "with MathVerifier(seconds=20) as v:\n"
+        "    print(v.check('1/2', '0.5').status)\n"
+    )
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=120)  # fmt: skip
+    assert run.stdout.strip() == "equal", run.stderr[-2000:]
 
 
 def test_checks_from_many_threads(verifier):

@@ -2,8 +2,10 @@
 
 ``math-verify`` bounds its own parsing and comparison with ``signal.alarm``,
 which only works in a process's main thread — not in the rollout engine's
-threads. So checks run in a worker process with math-verify's own timeouts
-off, and the caller waits at most ``seconds`` per check: a check that takes
+threads. So checks run in a worker process (``python -m evoflow.verify.maths``,
+one JSON line per request and per answer: a plain subprocess, so it never
+re-runs the caller's main script as a multiprocessing child would, e.g. a
+Snakemake script) with math-verify's own timeouts off, and the caller waits at most ``seconds`` per check: a check that takes
 longer (a pathological expression) gets the worker killed and restarted and
 counts as wrong, with status ``timeout``. A worker that dies or raises on an
 input (status ``crashed`` / ``error``; its memory is capped at ``MEMORY_MB``)
@@ -14,8 +16,12 @@ comparison is not symmetric).
 
 from __future__ import annotations
 
+import json
 import logging
-import multiprocessing
+import os
+import select
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -46,8 +52,7 @@ class MathVerifier:
             raise ValueError(f"seconds must be > 0, got {seconds}")
         self.seconds = seconds
         self._lock = threading.Lock()
-        self._process = None
-        self._conn = None
+        self._process: subprocess.Popen | None = None
 
     def check(self, gold: str, answer: str) -> MathVerdict:
         """Is ``answer`` symbolically equal to ``gold``?"""
@@ -62,35 +67,40 @@ class MathVerifier:
             started = time.perf_counter()
             self._ensure_worker()
             try:
-                self._conn.send(request)
-                if not self._conn.poll(self.seconds):
+                self._process.stdin.write(json.dumps(request).encode() + b"\n")
+                self._process.stdin.flush()
+                if not select.select([self._process.stdout], [], [], self.seconds)[0]:
                     log.warning(
                         "math check over %.1f s; restarting the worker", self.seconds
                     )
                     self._stop()
                     return MathVerdict(False, "timeout", time.perf_counter() - started)
-                status = self._conn.recv()
-            except (EOFError, OSError) as error:  # the worker died mid-check
-                log.warning("math worker died (%s); the check counts as wrong", error)
+                line = self._process.stdout.readline()
+                status = json.loads(line) if line else "no answer"
+            except (OSError, ValueError) as error:
+                status = f"unreadable ({error})"
+            if status not in STATUSES:  # the worker died mid-check
+                log.warning("math worker died (%s); the check counts as wrong", status)
                 self._stop()
                 return MathVerdict(False, "crashed", time.perf_counter() - started)
             return MathVerdict(status == "equal", status, time.perf_counter() - started)
 
     def _ensure_worker(self) -> None:
-        if self._process is not None and self._process.is_alive():
+        if self._process is not None and self._process.poll() is None:
             return
-        context = multiprocessing.get_context("spawn")
-        self._conn, child = context.Pipe()
-        self._process = context.Process(target=_serve, args=(child,), daemon=True)
-        self._process.start()
-        child.close()
+        self._stop()
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "evoflow.verify.maths"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0,
+        )  # fmt: skip
 
     def _stop(self) -> None:
         if self._process is not None:
             self._process.kill()
-            self._process.join()
-            self._conn.close()
-        self._process = self._conn = None
+            self._process.wait()
+            for pipe in (self._process.stdin, self._process.stdout):
+                pipe.close()
+        self._process = None
 
     @property
     def worker_pid(self) -> int | None:
@@ -108,23 +118,24 @@ class MathVerifier:
         self.close()
 
 
-def _serve(conn) -> None:
-    """The worker: answer requests until the pipe closes."""
+def _serve() -> None:
+    """The worker: answer JSON-line requests on stdin until it closes. Answers
+    go to the original stdout; anything the library prints goes to stderr."""
     import resource
 
     logging.disable(logging.WARNING)  # math-verify warns that its timeouts are off
     cap = MEMORY_MB * 2**20
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-    while True:
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    for line in sys.stdin:
         try:
-            kind, gold, answer = conn.recv()
-        except EOFError:
-            return
-        try:
+            kind, gold, answer = json.loads(line)
             verdict = _judge(kind, gold, answer)
         except Exception:  # noqa: BLE001 - any failure of the library is a wrong answer
             verdict = "error"
-        conn.send(verdict)
+        answers.write(json.dumps(verdict) + "\n")
+        answers.flush()
 
 
 def _judge(kind: str, gold: str, answer: str) -> str:
@@ -153,3 +164,7 @@ def _parse(text: str) -> list:
         if any(not isinstance(p, str) for p in parsed):
             return parsed
     return []
+
+
+if __name__ == "__main__":
+    _serve()
