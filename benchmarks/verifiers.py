@@ -1,8 +1,9 @@
 """SAGE's verifiers: checks per second, each against a bare baseline in one run.
 
-- math: ``MathVerifier.check`` (math-verify in a worker process, time-bounded)
-  vs calling math-verify's ``parse`` + ``verify`` directly in this process (no
-  time bound, no isolation) on the same pairs — the cost of the bound.
+- math: ``MathVerifier.check`` (math-verify in a worker process, time-bounded
+  by the caller, the library's own timeouts off) vs calling math-verify's
+  ``parse`` + ``verify`` directly in this process with its default
+  ``signal.alarm`` timeouts (main thread only, no isolation), same pairs.
 - code: ``check_code`` (the sandbox: rlimits, audit hook, no network, private
   dir, one-time token) vs a bare ``subprocess.run([python, file])`` of the same
   program and tests — the cost of the isolation.
