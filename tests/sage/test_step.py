@@ -150,3 +150,14 @@ def test_a_wrong_answer_key_is_paid_as_the_hardest_question(checker):
     result, pool = step(ask, checker)
     assert rewards(result, "challenger") == pytest.approx([(8 / 9 + 1 + 1) / 3])
     assert pool.entries[-1].problem.answer == "6" and pool.entries[-1].solve_rate == 0.0
+
+
+def test_requiring_a_solved_sample_keeps_a_wrong_key_out(checker):
+    wrong = QUESTION + "<answer>6</answer><type>math</type>"
+    ask, _ = scripted(wrong, 9, 9, ["<answer>5</answer>"] * 4)
+    result, pool = step(ask, checker, require_solved=True)
+    assert len(pool) == 3 and result.offers["rejected"] == 1
+    right = QUESTION + "<answer>5</answer><type>math</type>"
+    ask, _ = scripted(right, 9, 9)  # two of four samples agree with the key
+    result, pool = step(ask, checker, require_solved=True)
+    assert len(pool) == 4 and result.offers["accepted"] == 1

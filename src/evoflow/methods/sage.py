@@ -40,7 +40,8 @@ KINDS = (
 )
 SPAN_LEAVES = ("state.pt", "rollouts.parquet", "metrics.json", "pool.parquet")
 TRAINER = {"estimator": "task_relative", "kl_coef": 0.0, "entropy_coef": 0.0}
-STEP_KEYS = ("questions", "references", "solver_samples", "planning", "norm")
+STEP_KEYS = ("questions", "references", "solver_samples", "planning", "norm",
+             "require_solved")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class SageOptions:
     solver_samples: int = 4
     planning: bool = True
     norm: str = "fixed"
+    require_solved: bool = False
     max_new_tokens: int = 512  # per role reply in training steps
     eval_max_new_tokens: int = 512
     trainer: dict = field(default_factory=dict)  # RLConfig overrides

@@ -41,6 +41,10 @@ class SageSettings:
     planning: bool = True  # off: the Solver never gets a plan, r_s = (s_gt + r_f) / 2
     weights: R.Weights = field(default_factory=R.Weights)
     norm: str = "fixed"  # see evoflow.sage.rewards
+    # Accept only questions some Solver sample answered as the key says: a
+    # guard against wrong answer keys (paid as the hardest questions); off in
+    # the paper.
+    require_solved: bool = False
 
     def __post_init__(self) -> None:
         for name in ("questions", "references", "solver_samples"):
@@ -118,6 +122,7 @@ def run_step(step: int, pool: Pool, ask: Ask, checker: Checker,
                 c["problem"], step, refs[0].problem.id, c["score"], solve_rate
             )
             accept = R.accepted(c["score"], True, settings.weights)
+            accept = accept and (solve_rate > 0 or not settings.require_solved)
             status = pool.offer(entry, accept)
             offers[status] += 1
             c["call"].info["pool"] = status
