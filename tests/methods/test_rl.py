@@ -11,7 +11,7 @@ from evoflow.envs import split_ids
 from evoflow.envs.babyai import BabyAIEnv
 from evoflow.errors import ConfigError
 from evoflow.methods import Layout, methods_from_config, rl
-from evoflow.train.rl_run import training_tasks
+from evoflow.train.rl_run import fixed_set, training_tasks
 
 LAYOUT = Layout("r")
 
@@ -108,3 +108,13 @@ def test_training_tasks_come_from_the_named_subsets_only():
     # a level (BabyAI's subset) selects its 20 training tasks (800 / 40 levels)
     levels = training_tasks(envs, {"babyai": ["GoToRedBall", "GoToObjS6"]})
     assert len([t for env, t in levels if env == "babyai"]) == 40
+
+
+def test_a_fixed_training_set_is_a_seeded_draw_in_order():
+    envs = {"babyai": {"remote": None}}
+    tasks = training_tasks(envs, {"babyai": ["GoToRedBall", "GoToObjS6"]})
+    chosen = fixed_set(tasks, 6, seed=0)
+    assert len(set(chosen)) == 6 and set(chosen) <= set(tasks)
+    assert chosen == sorted(chosen, key=tasks.index)  # kept in split order
+    assert chosen == fixed_set(tasks, 6, seed=0) != fixed_set(tasks, 6, seed=1)
+    assert fixed_set(tasks, 100, seed=0) == tasks and fixed_set(tasks, None, 0) == tasks

@@ -17,7 +17,9 @@ warm-up, as the embedded experiment needs), or null for a fresh LoRA on the
 backbone (the paper's choice: RL from the instruct model). Every round is
 evaluated. ``train_subsets`` (env -> names of strata or finer subsets, e.g.
 BabyAI's ``goto`` family or its ``GoToRedBall`` level) restricts the tasks RL
-draws, for a small agent that solves only some of them. Trainer settings (``rl.trainer``: estimator, samples per task, lr, …) are
+draws, for a small agent that solves only some of them; ``train_tasks`` keeps a
+seeded draw of that many of them, a fixed training set whose success can be
+compared step by step when every step plays all of it. Trainer settings (``rl.trainer``: estimator, samples per task, lr, …) are
 ``evoflow.train.rl_config.RLConfig``'s, paper values by default.
 """
 
@@ -50,6 +52,7 @@ class RLSettings:
     init_round: int | None = None  # that method's final round (set by ``link``)
     trainer: dict = field(default_factory=dict)  # RLConfig overrides
     train_subsets: dict | None = None  # env -> strata / subsets RL trains on
+    train_tasks: int | None = None  # a fixed training set: at most this many tasks
 
 
 def resolve(config: dict, entry: dict) -> tuple[int, dict]:
@@ -66,6 +69,8 @@ def resolve(config: dict, entry: dict) -> tuple[int, dict]:
         raise ValueError(
             f"rl.train_subsets names envs not configured: {sorted(unknown)}"
         )
+    if settings.train_tasks is not None and settings.train_tasks < 1:
+        raise ValueError(f"rl.train_tasks must be >= 1, got {settings.train_tasks}")
     if settings.init is not None and settings.init not in config["methods"]:
         raise ValueError(f"rl.init {settings.init!r} is not a configured method")
     return span_count(asdict(settings)), asdict(settings)

@@ -9,6 +9,7 @@ from evoflow.envs import env_class, env_factory, split_ids
 from evoflow.methods import rl
 from evoflow.methods.base import Kind, Method
 from evoflow.methods.registry import KINDS
+from evoflow.seeding import py_random
 from evoflow.train.rl_trainer import Span, TaskPool, run_span
 from evoflow.train.sft_config import SFTConfig
 
@@ -32,7 +33,8 @@ def run_rl_span(settings: dict, config_hash: str, method: str, round: int,
     envs = settings["envs"]
     pool = TaskPool(
         factories={env: env_factory(env, envs[env]["remote"]) for env in envs},
-        tasks=training_tasks(envs, rl.settings(resolved).train_subsets or {}),
+        tasks=fixed_set(training_tasks(envs, rl.settings(resolved).train_subsets or {}),
+                        rl.settings(resolved).train_tasks, settings["seed"]),
         max_turns={env: envs[env]["max_turns"] for env in envs},
         max_invalid=settings["generation"]["max_invalid"],
     )  # fmt: skip
@@ -66,6 +68,14 @@ def training_tasks(envs: dict, subsets: dict[str, list[str]]) -> list[tuple[str,
             ids = kept
         tasks += [(env, t) for t in ids]
     return tasks
+
+
+def fixed_set(tasks: list, size: int | None, seed: int) -> list:
+    """A seeded draw of at most ``size`` of ``tasks``, in their order (None: all)."""
+    if size is None or size >= len(tasks):
+        return tasks
+    keep = set(py_random(seed, "rl-train-tasks").sample(range(len(tasks)), size))
+    return [t for i, t in enumerate(tasks) if i in keep]
 
 
 def _method(name: str, settings: dict) -> Method:
