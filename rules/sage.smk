@@ -4,6 +4,8 @@
 
 
 rule sage_data:
+    input:
+        benchmarks=list((config.get("sage") or {}).get("data", {}).get("benchmarks", {}).values()),
     output:
         pool=LAYOUT.sage_data("pool.parquet"),
         problems=LAYOUT.sage_data("eval_problems.json"),

@@ -87,6 +87,7 @@ def data_settings(config: dict) -> DataSettings:
     for key in ("math_levels", "eval_math_levels"):
         if key in data:
             data[key] = tuple(data[key])
+    data["benchmarks"] = tuple(sorted((data.get("benchmarks") or {}).items()))
     return DataSettings(**data)
 
 

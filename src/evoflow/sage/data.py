@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from evoflow.sage.benchmarks import load_benchmark
 from evoflow.sage.pool import text_key
 from evoflow.sage.problems import (
     CODE_TASKS,
@@ -34,6 +35,7 @@ class DataSettings:
     eval_math_per_level: int = 10
     eval_math_levels: tuple[int, ...] = (1, 2, 3, 4)  # 4: harder than any seed level
     eval_humaneval: int = 20  # from the held-out half
+    benchmarks: tuple[tuple[str, str], ...] = ()  # (name, local JSONL path), evaluated
 
     def __post_init__(self) -> None:
         if not 0 <= self.code <= len(CODE_TASKS):
@@ -77,6 +79,8 @@ def eval_problems(s: DataSettings, seed: int) -> list[Problem]:
     problems = [p for p in _distinct(problems) if text_key(p.question) not in seen]
     if s.eval_humaneval:
         problems += humaneval_halves()[1][: s.eval_humaneval]
+    for name, path in s.benchmarks:
+        problems += load_benchmark(name, path)
     return problems
 
 

@@ -1,7 +1,8 @@
 """SAGE's validation: the Solver's pass@1 (greedy, no plan) on held-out problems.
 
 Accuracy is reported per group — ``math-L<level>`` for generated maths,
-``humaneval`` for the held-out HumanEval half — and overall (every problem
+``humaneval`` for the held-out HumanEval half, a local benchmark's name
+(``evoflow.sage.benchmarks``) — and overall (every problem
 counts once), as the paper reports pass@1 per benchmark.
 """
 
@@ -18,7 +19,8 @@ from evoflow.store.schema import Episode, Message
 
 
 def group_of(p: Problem) -> str:
-    return p.source if p.source == "humaneval" else f"{p.kind}-L{p.level}"
+    """``humaneval`` or a local benchmark's name; ``math-L<level>`` for ours."""
+    return f"{p.kind}-L{p.level}" if p.source == "generated" else p.source
 
 
 def evaluate_solver(policy: Policy, adapter: str | Path | None, problems: list[Problem],
