@@ -61,6 +61,21 @@ def test_a_check_over_its_time_is_wrong_and_the_worker_recovers():
         assert slow.check("2", "2").correct  # a fresh worker answers
 
 
+def test_a_new_workers_start_is_not_charged_to_the_first_check():
+    # Importing and warming up math-verify takes ~1-3 s, far over 0.5 s; a
+    # check charged with it would time out and count a right answer as wrong.
+    with MathVerifier(seconds=0.5) as quick:
+        verdict = quick.check("1/2", "0.5")
+    assert (verdict.correct, verdict.status) == (True, "equal")
+    assert verdict.seconds < 0.5
+
+
+def test_a_worker_that_cannot_start_is_one_clear_error(monkeypatch):
+    monkeypatch.setattr(sys, "executable", "/bin/false")
+    with MathVerifier() as broken, pytest.raises(RuntimeError, match="did not start"):
+        broken.check("1", "1")
+
+
 def test_a_worker_that_dies_mid_check_costs_that_check_only():
     # Prepare: a check slow enough to kill the worker while it runs
     nested = "$" + "(" * 3000 + "1" + ")" * 3000 + "$"

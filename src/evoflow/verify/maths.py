@@ -7,7 +7,9 @@ one JSON line per request and per answer: a plain subprocess, so it never
 re-runs the caller's main script as a multiprocessing child would, e.g. a
 Snakemake script) with math-verify's own timeouts off, and the caller waits at most ``seconds`` per check: a check that takes
 longer (a pathological expression) gets the worker killed and restarted and
-counts as wrong, with status ``timeout``. A worker that dies or raises on an
+counts as wrong, with status ``timeout``. A new worker's start (importing and
+warming up the library, seconds on a busy machine) is not charged to a check:
+it says when it is ready, within ``STARTUP_SECONDS``. A worker that dies or raises on an
 input (status ``crashed`` / ``error``; its memory is capped at ``MEMORY_MB``)
 costs that check only: it counts as wrong and the next check gets a fresh
 worker. The gold answer is parsed first, as math-verify requires (its
@@ -30,6 +32,8 @@ log = logging.getLogger(__name__)
 STATUSES = ("equal", "different", "unparsable_gold", "unparsable_answer", "timeout",
             "error", "crashed")  # fmt: skip
 MEMORY_MB = 2048  # address-space cap of the worker
+STARTUP_SECONDS = 120.0
+READY = "ready"
 
 
 @dataclass(frozen=True)
@@ -64,8 +68,8 @@ class MathVerifier:
 
     def _ask(self, request: tuple) -> MathVerdict:
         with self._lock:
-            started = time.perf_counter()
             self._ensure_worker()
+            started = time.perf_counter()
             try:
                 self._process.stdin.write(json.dumps(request).encode() + b"\n")
                 self._process.stdin.flush()
@@ -93,6 +97,14 @@ class MathVerifier:
             [sys.executable, "-m", "evoflow.verify.maths"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0,
         )  # fmt: skip
+        ready = select.select([self._process.stdout], [], [], STARTUP_SECONDS)[0]
+        line = self._process.stdout.readline() if ready else b""
+        if line.strip() != json.dumps(READY).encode():
+            self._stop()
+            raise RuntimeError(
+                f"the math-verify worker did not start within {STARTUP_SECONDS:.0f} s "
+                f"(python -m evoflow.verify.maths; is math-verify installed?)"
+            )
 
     def _stop(self) -> None:
         if self._process is not None:
@@ -128,6 +140,9 @@ def _serve() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     answers = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
+    _judge("check", "1", "1")  # imports and warms up the library
+    answers.write(json.dumps(READY) + "\n")
+    answers.flush()
     for line in sys.stdin:
         try:
             kind, gold, answer = json.loads(line)
