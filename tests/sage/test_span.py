@@ -3,7 +3,11 @@ an unbroken one (pool, episodes, adapter)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 import pytest
+import torch
 
 from evoflow.policy.base import Generation, Policy
 from evoflow.policy.hf import HFPolicy
@@ -125,3 +129,83 @@ def test_roles_left_out_of_training_still_play_and_the_pool_is_queryable(
         == 4
     )
     assert (tmp_path / "span=1" / METRICS).is_file()
+
+
+class Recording(Scripted):
+    """Scripted replies; remembers which adapter folder each role played with."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.used: dict[str, set[str]] = {}
+
+    def generate(self, chats, params, adapter=None, seeds=None, keys=None):
+        role = chats[0][0]["content"].split("Role: ", 1)[1].split()[0].lower()
+        self.used.setdefault(role.rstrip(".:"), set()).add(Path(adapter).name)
+        return super().generate(chats, params, adapter, seeds, keys)
+
+
+def lora_folder(path, config):
+    from evoflow.train.sft_trainer import load_lora_model, portable_config
+
+    torch.manual_seed(1)
+    _, model = load_lora_model("tiny-random-llama", config, None)
+    for name, parameter in model.named_parameters():
+        if "lora_B" in name:  # a non-zero start, so every role's output moves
+            torch.nn.init.normal_(parameter, std=0.02)
+    model.save_pretrained(path)
+    portable_config(path, "tiny-random-llama")
+    return path
+
+
+def weights(folder):
+    from safetensors.torch import load_file
+
+    return load_file(folder / WEIGHTS)
+
+
+def same(a, b):
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_per_role_adapters_each_learn_only_their_own_role(tmp_path, checker):
+    seed, config, job = setup(tmp_path, roles=("challenger", "solver"))
+    init = lora_folder(tmp_path / "init", config)
+    policy = Recording()
+    metrics = run_sage_span(replace(job(0, 1), adapters="per_role"), config, [seed],
+                            policy, checker, tmp_path / "out", init_adapter=init)  # fmt: skip
+    # each role generated with its own folder; the Solver's is the root
+    assert policy.used == {"solver": {"step-0"}, "challenger": {"challenger"},
+                           "planner": {"planner"}, "critic": {"critic"}}  # fmt: skip
+    out, start = tmp_path / "out" / ADAPTER, weights(init)
+    assert not same(weights(out), start)  # the Solver trained
+    assert not same(weights(out / "challenger"), start)
+    assert not same(weights(out / "challenger"), weights(out))
+    assert same(weights(out / "planner"), start)  # played, not trained
+    assert same(weights(out / "critic"), start)
+    updates = metrics["steps"][0]["updates"]
+    assert set(updates) == {"challenger", "solver"}
+    assert metrics["steps"][0]["tokens"] == sum(u["tokens"] for u in updates.values())
+
+
+def test_a_resumed_per_role_run_equals_an_unbroken_one(tmp_path, checker):
+    seed, config, job = setup(tmp_path)
+    init = lora_folder(tmp_path / "init", config)
+
+    def span(start, steps, out, pools_, **kw):
+        run_sage_span(replace(job(start, steps), adapters="per_role"), config, pools_,
+                      Scripted(), checker, tmp_path / out, **kw)  # fmt: skip
+
+    span(0, 2, "whole", [seed], init_adapter=init)
+    span(0, 1, "a", [seed], init_adapter=init)
+    span(1, 1, "b", [seed, tmp_path / "a" / pools.POOL_FILE], previous=tmp_path / "a")
+    for sub in ("", "challenger", "planner", "critic"):
+        whole, resumed = (
+            tmp_path / p / ADAPTER / sub / WEIGHTS for p in ("whole", "b")
+        )
+        assert whole.read_bytes() == resumed.read_bytes(), sub
+    assert not same(weights(tmp_path / "whole" / ADAPTER / "planner"), weights(init))
+
+
+def test_a_bad_adapters_value_is_named():
+    with pytest.raises(ValueError, match="sage.adapters must be one of"):
+        SageSpan(Span("m", "t", "sage", 0, 1, None), SageSettings(), adapters="each")

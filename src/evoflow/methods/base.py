@@ -107,6 +107,21 @@ def evaluation_files(layout, method: Method, envs) -> list[str]:
             for f in layout.evaluations(method.name, r, envs, "metrics.json")]  # fmt: skip
 
 
+def span_range(round: int, span_steps: int, steps: int) -> tuple[int, int]:
+    """(first global step, steps) of span ``round`` (1-based) of a span family."""
+    start = (round - 1) * span_steps
+    return start, min(span_steps, steps - start)
+
+
+def span_files(layout, method: Method, leaves: tuple[str, ...]) -> list[str]:
+    """Per span (round) of a span family: its adapter and its ``leaves``."""
+    files = []
+    for round in range(1, method.rounds + 1):
+        files.append(layout.global_adapter(method.name, round))
+        files += [layout.server(method.name, round, leaf) for leaf in leaves]
+    return files
+
+
 def buffer_sources(layout, method: Method, round: int, env: str, grow: bool) -> dict:
     """What a round's buffer is built from: the env's expert demos (the seed),
     the round's exploration shard and, when it ``grow``s, last round's buffer."""

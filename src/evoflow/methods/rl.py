@@ -28,7 +28,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field, replace
 
-from evoflow.methods.base import Kind, Method, evaluation_files
+from evoflow.methods import base
+from evoflow.methods.base import Kind, Method, evaluation_files, span_files
 from evoflow.methods.layout import Layout
 from evoflow.train.rl_config import RLConfig
 from evoflow.train.rl_schedule import HorizonSchedule
@@ -110,8 +111,7 @@ def schedule(method: Method) -> HorizonSchedule | None:
 def span_range(method: Method, round: int) -> tuple[int, int]:
     """(first global step, steps) of span ``round`` (1-based)."""
     options = settings(method)
-    start = (round - 1) * options.span_steps
-    return start, min(options.span_steps, options.steps - start)
+    return base.span_range(round, options.span_steps, options.steps)
 
 
 def init_adapter(layout: Layout, method: Method) -> str | None:
@@ -144,11 +144,7 @@ def buffers(layout: Layout, method: Method, envs) -> list[str]:
 
 def artifacts(layout: Layout, method: Method, envs) -> list[str]:
     """Per span: the adapter, resumable state, rollouts and metrics."""
-    files = []
-    for round in range(1, method.rounds + 1):
-        files.append(layout.global_adapter(method.name, round))
-        files += [layout.server(method.name, round, leaf) for leaf in SPAN_LEAVES]
-    return files + evaluations(layout, method, envs)
+    return span_files(layout, method, SPAN_LEAVES) + evaluations(layout, method, envs)
 
 
 evaluations = evaluation_files

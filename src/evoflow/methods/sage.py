@@ -12,7 +12,8 @@ Experiment-wide (top-level ``sage:``): ``data`` (the seed pool and held-out
 evaluation set, ``evoflow.sage.data.DataSettings``) and ``warmup`` (SFT on
 the roles' tags before self-play; null: none). Per method (``sage:`` of a
 method overrides the top level): steps, span_steps, the step's settings
-(``evoflow.sage.step.SageSettings``), token caps and ``trainer`` (RLConfig
+(``evoflow.sage.step.SageSettings``), ``adapters`` (``shared``, the paper's
+one LoRA for all roles, or ``per_role``), token caps and ``trainer`` (RLConfig
 overrides; the estimator is always ``task_relative``, KL off as in the
 paper). Round k is the k-th span; round 0 is the warm-up model; every
 ``eval_stride``-th round and the last are evaluated on the held-out set.
@@ -23,10 +24,11 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from evoflow.methods.base import Kind, Method
+from evoflow.methods import base
+from evoflow.methods.base import Kind, Method, span_files
 from evoflow.methods.layout import Layout
 from evoflow.sage.data import DataSettings
-from evoflow.sage.roles import ROLES
+from evoflow.sage.roles import ROLES, adapter_name
 from evoflow.sage.step import SageSettings
 from evoflow.train.rl_config import RLConfig
 
@@ -54,6 +56,7 @@ class SageOptions:
     planning: bool = True
     norm: str = "fixed"
     require_solved: bool = False
+    adapters: str = "shared"  # or per_role (evoflow.sage.span)
     max_new_tokens: int = 512  # per role reply in training steps
     eval_max_new_tokens: int = 512
     trainer: dict = field(default_factory=dict)  # RLConfig overrides
@@ -75,6 +78,7 @@ def resolve(config: dict, entry: dict) -> tuple[int, dict]:
     trainer = {**top.get("trainer", {}), **own.get("trainer", {})}
     options = SageOptions(**{**top, **own, "trainer": trainer})
     step_settings(options)
+    adapter_name("solver", options.adapters)  # names a bad value
     trainer_config(options, config["seed"])
     data_settings(config)
     resolved = asdict(options)
@@ -110,8 +114,7 @@ def trainer_config(options: SageOptions | dict, seed: int) -> RLConfig:
 def span_range(method: Method, round: int) -> tuple[int, int]:
     """(first global step, steps) of span ``round`` (1-based)."""
     options = method.options
-    start = (round - 1) * options["span_steps"]
-    return start, min(options["span_steps"], options["steps"] - start)
+    return base.span_range(round, options["span_steps"], options["steps"])
 
 
 def span_inputs(layout: Layout, method: Method, round: int) -> dict:
@@ -149,8 +152,4 @@ def buffers(layout: Layout, method: Method, envs) -> list[str]:
 
 
 def artifacts(layout: Layout, method: Method, envs) -> list[str]:
-    files = []
-    for round in range(1, method.rounds + 1):
-        files.append(layout.global_adapter(method.name, round))
-        files += [layout.server(method.name, round, leaf) for leaf in SPAN_LEAVES]
-    return files + evaluations(layout, method, envs)
+    return span_files(layout, method, SPAN_LEAVES) + evaluations(layout, method, envs)

@@ -19,7 +19,19 @@ from evoflow.verify.code import extract_code
 ROLES = ("challenger", "planner", "solver", "critic")
 TEMPERATURES = {"challenger": 0.6, "planner": 0.6, "solver": 0.6, "critic": 0.1}
 
+# shared: one LoRA plays and learns every role (the paper: one LLM, one set of
+# weights); per_role: each role its own LoRA in the same model, the Solver's
+# named "default" (the one evaluated).
+ADAPTERS = ("shared", "per_role")
+
 Chat = list[dict[str, str]]
+
+
+def adapter_name(role: str, adapters: str) -> str:
+    """The adapter ``role`` plays and trains with under ``adapters``."""
+    if adapters not in ADAPTERS:
+        raise ValueError(f"sage.adapters must be one of {ADAPTERS}, got {adapters!r}")
+    return role if adapters == "per_role" and role != "solver" else "default"
 
 
 def tags(role: str, kind: str) -> tuple[str, ...]:
@@ -39,20 +51,28 @@ def _user(text: str) -> Chat:
     return [{"role": "user", "content": text}]
 
 
-def _shown(problem: Problem) -> str:
+def tagged(problem: Problem, fenced: bool = False, typed: bool = False) -> str:
+    """``problem`` in the Challenger's tags, as examples are shown to it
+    (``fenced``: the solution in a Markdown code fence; ``typed``: with
+    ``<type>``, as a Challenger reply ends)."""
     if problem.kind == "math":
-        return f"<question>{problem.question}</question>\n<answer>{problem.answer}</answer>"
-    tests = "\n".join(problem.tests)
-    return (
-        f"<question>{problem.question}</question>\n<tests>\n{tests}\n</tests>\n"
-        f"<answer>\n{problem.solution}\n</answer>"
-    )
+        body = f"<question>{problem.question}</question>\n<answer>{problem.answer}</answer>"
+    else:
+        tests = "\n".join(problem.tests)
+        code = fence(problem.solution) if fenced else problem.solution
+        body = (f"<question>{problem.question}</question>\n<tests>\n{tests}\n</tests>\n"
+                f"<answer>\n{code}\n</answer>")  # fmt: skip
+    return body + (f"\n<type>{problem.kind}</type>" if typed else "")
+
+
+def fence(code: str) -> str:
+    return f"```python\n{code}```"
 
 
 def challenger_chat(references: list[Problem]) -> Chat:
     """Ask for one new question of the references' kind, with its verifier."""
     kind = references[0].kind
-    shown = "\n\n".join(_shown(p) for p in references)
+    shown = "\n\n".join(tagged(p) for p in references)
     if kind == "math":
         verifier = "<answer> with only the exact final answer"
     else:

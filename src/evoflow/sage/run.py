@@ -71,7 +71,8 @@ def run_span(settings: dict, config_hash: str, method: str, round: int, inputs: 
     span = Span(settings["model"]["name"], settings["experiment"], method, start,
                 steps, None, config_hash)  # fmt: skip
     job = SageSpan(span, family.step_settings(resolved.options), family.train_roles(resolved),
-                   resolved.options["max_new_tokens"])  # fmt: skip
+                   resolved.options["max_new_tokens"],
+                   resolved.options["adapters"])  # fmt: skip
     policy = policy_from_config(settings)
     try:
         with MathVerifier() as maths:

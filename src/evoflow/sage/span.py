@@ -8,6 +8,12 @@ advantages whitened within each role's batch (estimator ``task_relative``,
 groups = roles). Roles left out of ``train_roles`` still play; their replies
 are stored but not trained on (the paper's "w/o X training" ablations).
 
+``adapters``: ``shared`` (the paper's choice: one LLM plays every role, so one
+LoRA learns from all four) or ``per_role``: one LoRA per role in the same
+model, each updated on its own role's replies (its own whitening group). The
+Solver's is the adapter folder itself — what evaluation reads — and the other
+roles' lie in its subfolders ``challenger/``, ``planner/``, ``critic/``.
+
 A span writes, atomically, one folder: the RL span files (adapter, state,
 rollouts, metrics) plus ``POOL_FILE`` with the questions it added. The pool a
 span starts from is the seed file and every earlier span's file.
@@ -21,17 +27,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
-from evoflow.atomic import atomic_path, write_json
 from evoflow.envs.formats import NO_THINKING
 from evoflow.policy.base import Generation, Policy, SamplingParams
 from evoflow.sage import pool as pools
-from evoflow.sage.roles import ROLES, TEMPERATURES
+from evoflow.sage.roles import ROLES, TEMPERATURES, adapter_name
 from evoflow.sage.step import Call, Checker, SageSettings, run_step
 from evoflow.seeding import derive_seed, py_random
 from evoflow.store.schema import Episode, Message
-from evoflow.store.shards import ShardMeta, write_shard
 from evoflow.train.rl_config import RLConfig
 from evoflow.train.rl_trainer import (
     ADAPTER,
@@ -42,10 +44,10 @@ from evoflow.train.rl_trainer import (
     learn,
     load_learner,
     save_adapter,
-    span_state,
+    train_adapter,
     update_metrics,
+    write_span,
 )  # fmt: skip
-from evoflow.train.sft_trainer import peak_rss_mb
 
 log = logging.getLogger(__name__)
 SPAN_FILES = (ADAPTER, STATE, ROLLOUTS, METRICS, pools.POOL_FILE)
@@ -57,12 +59,18 @@ class SageSpan:
     settings: SageSettings
     train_roles: tuple[str, ...] = ROLES
     max_new_tokens: int = 256
+    adapters: str = "shared"
 
     def __post_init__(self) -> None:
         unknown = set(self.train_roles) - set(ROLES)
         if unknown:
             raise ValueError(f"train_roles: unknown roles {sorted(unknown)}; "
                              f"roles are {', '.join(ROLES)}")  # fmt: skip
+        adapter_name("solver", self.adapters)  # names a bad value
+
+    def adapter(self, role: str) -> str:
+        """The name of the adapter ``role`` plays and trains with."""
+        return adapter_name(role, self.adapters)
 
 
 def run_sage_span(job: SageSpan, config: RLConfig, pool_files: list[Path],
@@ -76,7 +84,8 @@ def run_sage_span(job: SageSpan, config: RLConfig, pool_files: list[Path],
         )
     started = time.perf_counter()
     span, output = job.span, Path(output)
-    learner = load_learner(span, config, previous, init_adapter)
+    own = tuple(n for n in dict.fromkeys(map(job.adapter, ROLES)) if n != "default")
+    learner = load_learner(span, config, previous, init_adapter, own)
     pool = pools.read(pool_files)
     known = len(pool)
     live = output.with_name(f".{output.name}.live")
@@ -91,26 +100,18 @@ def run_sage_span(job: SageSpan, config: RLConfig, pool_files: list[Path],
             log.info("sage step %d: %s", step, row)
     finally:
         shutil.rmtree(live, ignore_errors=True)
-    metrics = {"span": {"start": span.start, "steps": span.steps,
-                        "seconds": round(time.perf_counter() - started, 2),
-                        "peak_rss_mb": peak_rss_mb()},
-               "steps": rows, "config": config.to_dict()}  # fmt: skip
-    meta = ShardMeta(span.experiment, span.config_hash, span.model, config.seed)
-    with atomic_path(output) as tmp:
-        tmp.mkdir()
-        save_adapter(learner, tmp / ADAPTER, span.model)
-        torch.save(span_state(learner, span.start + span.steps), tmp / STATE)
-        write_shard(tmp / ROLLOUTS, episodes, meta)
-        pools.write(pool.entries[known:], tmp / pools.POOL_FILE)
-        write_json(tmp / METRICS, metrics)
-    return metrics
+    new = pool.entries[known:]
+    return write_span(output, learner, span, config, episodes, rows, started,
+                      {pools.POOL_FILE: lambda path: pools.write(new, path)})  # fmt: skip
 
 
 def _train_step(learner, policy, pool, checker, job: SageSpan, config: RLConfig,
                 step: int, live: Path) -> tuple[list[Episode], dict]:  # fmt: skip
     adapter = live / f"step-{step}"
     save_adapter(learner, adapter, job.span.model)
-    ask = asker(policy, adapter, config.seed, step, job.max_new_tokens)
+    folders = {r: adapter / name if name != "default" else adapter
+               for r, name in ((r, job.adapter(r)) for r in ROLES)}  # fmt: skip
+    ask = asker(policy, folders, config.seed, step, job.max_new_tokens)
     rng = py_random(config.seed, "sage-step", step)
     result = run_step(step, pool, ask, checker, job.settings, rng)
     shutil.rmtree(adapter, ignore_errors=True)
@@ -119,23 +120,45 @@ def _train_step(learner, policy, pool, checker, job: SageSpan, config: RLConfig,
              and e.messages[-1].token_ids]  # fmt: skip
     row = {"step": step, **result.metrics}
     clock = time.perf_counter()
-    stats = (
-        learn(learner, train, config, NO_THINKING, row, group=_role) if train else None
-    )
-    row.update(update_metrics(stats))
+    if job.adapters == "shared":
+        stats = (
+            learn(learner, train, config, NO_THINKING, row, group=_role)
+            if train
+            else None
+        )
+        row.update(update_metrics(stats))
+    else:
+        row.update(_learn_per_role(learner, train, config, job))
     row["seconds"]["update"] = round(time.perf_counter() - clock, 3)
     row.pop("_times", None)
     return episodes, row
+
+
+def _learn_per_role(
+    learner, train: list[Episode], config: RLConfig, job: SageSpan
+) -> dict:
+    """One update of each role's own adapter on that role's replies."""
+    updates = {}
+    for role in ROLES:
+        mine = [e for e in train if e.agent_role == role]
+        if mine:
+            train_adapter(learner, job.adapter(role))
+            stats = learn(learner, mine, config, NO_THINKING, {}, group=_role)
+            updates[role] = update_metrics(stats)
+    train_adapter(learner, "default")
+    tokens = sum(u["tokens"] for u in updates.values())
+    return {"updated": bool(updates), "tokens": tokens, "updates": updates}
 
 
 def _role(episode: Episode) -> str:
     return episode.agent_role or ""
 
 
-def asker(policy: Policy, adapter: Path | None, seed: int, step: int,
+def asker(policy: Policy, adapters: dict[str, Path] | None, seed: int, step: int,
           max_new_tokens: int):  # fmt: skip
-    """``ask(role, chats)`` for ``run_step``: the role's temperature, one seed per
-    call and chat (the n-th call of a role in a step gets its own seeds)."""
+    """``ask(role, chats)`` for ``run_step``: the role's adapter folder (None:
+    the base model) and temperature, one seed per call and chat (the n-th call
+    of a role in a step gets its own seeds)."""
     calls: dict[str, int] = {}
 
     def ask(role: str, chats: list) -> list[Generation]:
@@ -144,7 +167,7 @@ def asker(policy: Policy, adapter: Path | None, seed: int, step: int,
             temperature=TEMPERATURES[role], max_new_tokens=max_new_tokens
         )
         seeds = [derive_seed(seed, "sage", step, role, n, i) for i in range(len(chats))]
-        where = None if adapter is None else str(adapter)
+        where = None if adapters is None else str(adapters[role])
         return policy.generate(chats, params, adapter=where, seeds=seeds)
 
     return ask

@@ -24,19 +24,12 @@ SCORES = {"question": 8, "broken": 2, "plan": 7}
 
 
 def challenger_reply(p: Problem) -> str:
-    if p.kind == "math":
-        return f"<question>{p.question}</question>\n<answer>{p.answer}</answer>\n<type>math</type>"
-    tests = "\n".join(p.tests)
-    return (
-        f"<question>{p.question}</question>\n<tests>\n{tests}\n</tests>\n"
-        f"<answer>\n```python\n{p.solution}```\n</answer>\n<type>code</type>"
-    )
+    return roles.tagged(p, fenced=True, typed=True)
 
 
 def solver_reply(p: Problem) -> str:
-    if p.kind == "math":
-        return f"<answer>{p.answer}</answer>"
-    return f"<answer>\n```python\n{p.solution}```\n</answer>"
+    return f"<answer>{p.answer}</answer>" if p.kind == "math" else (
+        f"<answer>\n{roles.fence(p.solution)}\n</answer>")  # fmt: skip
 
 
 def demos(problems: list[Problem], seed: int) -> list[list[dict]]:

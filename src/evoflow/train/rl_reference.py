@@ -66,11 +66,12 @@ def logprobs(model, batch, dtype, name: str | None) -> torch.Tensor:
         if name is None:
             with model.disable_adapter():
                 return token_logprobs(model, batch, dtype)
+        active = model.active_adapter
         model.set_adapter(name, inference_mode=True)
         try:
             return token_logprobs(model, batch, dtype)
         finally:
-            model.set_adapter("default")
+            model.set_adapter(active)
             for param_name, parameter in model.named_parameters():
                 if f".{name}." in param_name:
                     parameter.requires_grad_(False)

@@ -95,6 +95,7 @@ class Learner:
     critic: ValueHead | None
     dtype: torch.dtype
     reference: str | None = None  # the frozen KL-reference adapter (None: base)
+    adapters: tuple[str, ...] = ()  # more trainable adapters beside "default"
 
 
 def run_span(span: Span, config: RLConfig, pool: TaskPool, policy: Policy,
@@ -121,6 +122,14 @@ def run_span(span: Span, config: RLConfig, pool: TaskPool, policy: Policy,
                 log.info("rl step %d: %s", step, row)
     finally:
         shutil.rmtree(live, ignore_errors=True)
+    return write_span(output, learner, span, config, episodes, rows, started)
+
+
+def write_span(output: Path, learner: Learner, span: Span, config: RLConfig,
+               episodes: list[Episode], rows: list[dict], started: float,
+               extra: dict[str, Callable[[Path], object]] | None = None) -> dict:  # fmt: skip
+    """Write the span folder ``output`` at once: ``SPAN_FILES``, plus each file
+    of ``extra`` (name -> a writer given its path); returns the metrics."""
     metrics = {
         "span": {"start": span.start, "steps": span.steps,
                  "seconds": round(time.perf_counter() - started, 2),
@@ -133,12 +142,20 @@ def run_span(span: Span, config: RLConfig, pool: TaskPool, policy: Policy,
         save_adapter(learner, tmp / ADAPTER, span.model)
         torch.save(span_state(learner, span.start + span.steps), tmp / STATE)
         write_shard(tmp / ROLLOUTS, episodes, meta)
+        for name, write in (extra or {}).items():
+            write(tmp / name)
         write_json(tmp / METRICS, metrics)
     return metrics
 
 
-def load_learner(span: Span, config: RLConfig, previous, init_adapter) -> Learner:
-    """The LoRA model, optimizer and critic — fresh, or as ``previous`` left them."""
+def load_learner(span: Span, config: RLConfig, previous, init_adapter,
+                 adapters: tuple[str, ...] = ()) -> Learner:  # fmt: skip
+    """The LoRA model, optimizer and critic — fresh, or as ``previous`` left them.
+
+    ``adapters`` names trainable adapters kept beside ``default`` (one LoRA per
+    role, say); each starts as ``init_adapter`` (or fresh) and is saved in a
+    subfolder of the adapter folder named after it, PEFT's multi-adapter layout.
+    """
     if previous is not None and init_adapter is not None:
         raise ValueError("give previous (a span to resume) or init_adapter, not both")
     state, start = None, init_adapter
@@ -154,6 +171,7 @@ def load_learner(span: Span, config: RLConfig, previous, init_adapter) -> Learne
     tokenizer, model = load_lora_model(span.model, config, init_adapter)
     reference = rl_reference.attach(model, config.reference, start,
                                     state.get("reference") if state else None)  # fmt: skip
+    _add_adapters(model, adapters, init_adapter, resumed=previous is not None)
     device = next(model.parameters()).device
     groups = [{"params": [p for p in model.parameters() if p.requires_grad],
                "lr": config.learning_rate}]  # fmt: skip
@@ -169,7 +187,23 @@ def load_learner(span: Span, config: RLConfig, previous, init_adapter) -> Learne
         torch.set_rng_state(state["torch_rng"])
         random.setstate(state["python_rng"])
     dtype = resolve_dtype(config.precision, device)
-    return Learner(tokenizer, model, optimizer, critic, dtype, reference)
+    return Learner(tokenizer, model, optimizer, critic, dtype, reference, adapters)
+
+
+def _add_adapters(model, names: tuple[str, ...], source, resumed: bool) -> None:
+    """Load (or create) the named adapters; all of them stay trainable."""
+    for name in names:
+        folder = None if source is None else Path(source) / name if resumed else source
+        if resumed and not (folder / "adapter_config.json").is_file():
+            raise FileNotFoundError(f"{source}: no adapter {name!r} to resume")
+        if folder is None:
+            model.add_adapter(name, model.peft_config["default"])
+        else:
+            model.load_adapter(str(folder), adapter_name=name, is_trainable=True)
+    model.set_adapter("default")
+    for param_name, parameter in model.named_parameters():
+        if any(f".{name}." in param_name for name in names):
+            parameter.requires_grad_(True)
 
 
 def train_step(learner: Learner, policy: Policy, pool: TaskPool, span: Span,
@@ -347,9 +381,21 @@ def _to(batch, device):
 
 
 def save_adapter(learner: Learner, folder: Path, model: str) -> None:
+    """``default`` in ``folder``, each further adapter in ``folder/<name>``."""
     with atomic_path(folder) as tmp:
-        learner.model.save_pretrained(tmp, selected_adapters=["default"])
+        names = ["default", *learner.adapters]
+        learner.model.save_pretrained(tmp, selected_adapters=names)
         portable_config(tmp, model)
+        for name in learner.adapters:
+            portable_config(tmp / name, model)
+
+
+def train_adapter(learner: Learner, name: str):
+    """Make ``name`` the adapter that trains (and generates) until the next call."""
+    learner.model.set_adapter(name)
+    for param_name, parameter in learner.model.named_parameters():
+        if learner.reference and f".{learner.reference}." in param_name:
+            parameter.requires_grad_(False)
 
 
 def span_state(learner: Learner, next_step: int) -> dict:
