@@ -4,6 +4,7 @@ import os
 import re
 
 from evoflow.config import config_hash, validate_config
+from evoflow.helmsman import layout as helm_layout
 from evoflow.methods import POOLED, Layout, family, methods_from_config
 from evoflow.methods.base import tts_files
 from evoflow.methods.layout import EXPERT, EXPERT_SETS
@@ -173,6 +174,22 @@ def eval_adapters(wildcards):
     return family(method).eval_adapters(LAYOUT, method, int(wildcards.round), ENVS)
 
 
+# --- Helmsman ----------------------------------------------------------------
+
+HELM = f"{RESULTS}/helmsman"
+HELM_SETTINGS = config.get("helmsman") or {}
+HELM_SEEDS = (HELM_SETTINGS.get("bench") or {}).get("seeds", [0])
+
+
+def helm_seeded(pattern):
+    """One path per benchmark seed, {task} and {strategy} left as wildcards."""
+    return expand(pattern, seed=HELM_SEEDS, allow_missing=True)
+
+
+def helm_data_file(wildcards):
+    return (HELM_SETTINGS.get("data_files") or {}).get(wildcards.task, [])
+
+
 # --- targets -----------------------------------------------------------------
 
 REPORT = report_outputs(config, REPORTS)
@@ -220,4 +237,7 @@ def final_outputs():
     artifacts = [f for name in METHODS for f in method_artifacts(name)]
     artifacts += tts_files(LAYOUT, config, METHODS, "metrics.json")
     demos = [LAYOUT.demos(env) for env in ENVS]
+    artifacts += helm_layout.runs(HELM, HELM_SETTINGS)
+    artifacts += helm_layout.statuses(HELM, HELM_SETTINGS)
+    artifacts += helm_layout.reports(REPORTS, HELM_SETTINGS)
     return [LAYOUT.config, *demos, *artifacts, *REPORT.values()]

@@ -220,7 +220,7 @@ def test_every_shipped_experiment_config_validates(path):
     from evoflow.methods import methods_from_config
 
     config = validate_config(yaml.safe_load(path.read_text()), source=str(path))
-    assert methods_from_config(config)
+    assert methods_from_config(config) or config.get("helmsman")  # something runs
 
 
 # Workflow configs (calibration.yaml is a sweep over one, read by `evoflow calibrate`)
@@ -236,7 +236,7 @@ SHIPPED = [
 def test_every_shipped_config_validates(path):
     # Paper configs name hub models and remote servers: validation must not need either
     config = load_config(path)
-    assert config["methods"]
+    assert config["methods"] or config.get("helmsman")
     assert config["envs"] or all(
         KINDS[m.get("kind") or n].family in ENVLESS
         for n, m in config["methods"].items()

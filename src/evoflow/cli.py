@@ -269,6 +269,58 @@ def _serve_policy(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- helmsman ----------------------------------------------------------------
+
+
+def _helmsman_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("query", help="the research query (problem, data, requirement)")
+    p.add_argument("--data", required=True,
+                   help="an AgentFL-Bench task id (its offline substitute, seed 0) or a "
+                        "data file in its npz layout")  # fmt: skip
+    p.add_argument("--out", required=True, help="folder of the run (resumes if it exists)")
+    p.add_argument("--model", default="smollm2-135m-instruct", help="served model name")
+    p.add_argument("--backend", choices=["openai", "hf"], default="openai")
+    p.add_argument("--base-url", default="http://127.0.0.1:8000", help="openai backend root")
+    p.add_argument("--max-context", type=int, default=32768)
+    approval = p.add_mutually_exclusive_group()
+    approval.add_argument("--auto", action="store_true", help="approve plans unasked")
+    approval.add_argument("--approval-file", help="read decisions from this JSON file")
+    p.add_argument("--budget", type=int, default=10, help="repair attempts")
+    p.add_argument("--sandbox-rounds", type=int, default=5)
+    p.add_argument("--plan-rounds", type=int, default=3)
+    p.add_argument("--max-new-tokens", type=int, default=4096)
+
+
+@command(
+    "helmsman",
+    "Plan, write, simulate, diagnose and repair a Flower codebase for a query.",
+    _helmsman_args,
+)
+def _helmsman(args: argparse.Namespace) -> int:
+    import json
+
+    from evoflow.helmsman.run import make_data, run_query
+    from evoflow.policy import make_policy
+
+    out = Path(args.out)
+    data = Path(args.data)
+    if not data.is_file():
+        data = out / "data.npz"
+        if not data.exists():
+            make_data(args.data, [0], [data])
+    options = {"max_context": args.max_context}
+    if args.backend == "openai":
+        options["base_url"] = args.base_url
+    policy = make_policy(args.backend, args.model, **options)
+    mode = "auto" if args.auto else "file" if args.approval_file else "terminal"
+    agents = {"approval": mode, "budget": args.budget, "sandbox_rounds": args.sandbox_rounds,
+              "plan_rounds": args.plan_rounds, "max_new_tokens": args.max_new_tokens}  # fmt: skip
+    approval = Path(args.approval_file) if args.approval_file else None
+    status = run_query(args.query, data, out, policy, agents, approval)
+    print(json.dumps(status, indent=1))
+    return 0 if status["status"] == "SUCCESS" else 1
+
+
 # --- entry point ---------------------------------------------------------------
 
 

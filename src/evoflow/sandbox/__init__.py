@@ -1,5 +1,5 @@
 """Run untrusted code (generated programs and their tests) with limits."""
 
-from evoflow.sandbox.runner import STATUSES, Limits, Outcome, run_python
+from evoflow.sandbox.runner import STATUSES, Limits, Outcome, run_files, run_python
 
-__all__ = ["STATUSES", "Limits", "Outcome", "run_python"]
+__all__ = ["STATUSES", "Limits", "Outcome", "run_files", "run_python"]

@@ -58,6 +58,7 @@ def main(cpu_seconds: int, memory: int, file_size: int) -> None:
     token = sys.stdin.readline().strip()
     sys.stdin = open(os.devnull)  # noqa: SIM115 - the program reads nothing
     home = os.path.realpath(os.getcwd())
+    sys.path.insert(0, home)  # a project's modules import each other
     readable = tuple(
         {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
     )

@@ -83,19 +83,48 @@ def run_python(program: str, tests: list[str] | None = None,
                limits: Limits | None = None) -> Outcome:  # fmt: skip
     """Run ``program`` then each of ``tests`` (Python snippets, e.g. asserts)
     in its namespace, in a fresh sandbox."""
+    files = {"program.py": program}
+    if tests is not None:
+        files["tests.json"] = json.dumps(list(tests))
+    outcome, _ = run_files(files, limits)
+    return outcome
+
+
+def run_files(files: dict[str, str | bytes], limits: Limits | None = None,
+              collect: tuple[str, ...] = ()) -> tuple[Outcome, dict[str, bytes]]:  # fmt: skip
+    """Run ``program.py`` of a project (``files``: relative path → content;
+    its folder is on ``sys.path``, so it may import its other modules) in a
+    fresh sandbox, and read back the files named in ``collect`` that the run
+    left (``stdout`` and ``stderr`` are the whole outputs)."""
     limits = limits or Limits()
+    if "program.py" not in files:
+        raise ValueError(f"a sandboxed project needs a program.py, got {sorted(files)}")
     token = secrets.token_hex(16)
     with tempfile.TemporaryDirectory(prefix="evoflow-sandbox-") as home:
         root = Path(home)
-        (root / "program.py").write_text(program)
-        if tests is not None:
-            (root / "tests.json").write_text(json.dumps(list(tests)))
+        for name, content in files.items():
+            target = _inside(root, name)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            mode = "wb" if isinstance(content, bytes) else "w"
+            with open(target, mode) as handle:
+                handle.write(content)
         shutil.copy(HARNESS, root / "harness.py")
         started = time.perf_counter()
         returncode, timed_out = _execute(root, token, limits)
         seconds = time.perf_counter() - started
         out, err = _tail(root / "stdout"), _tail(root / "stderr")
-    return _outcome(token, out, err, returncode, timed_out, seconds, len(tests or []))
+        kept = {
+            n: (root / n).read_bytes() for n in collect if _inside(root, n).is_file()
+        }
+    total = len(json.loads(files["tests.json"])) if "tests.json" in files else 0
+    return _outcome(token, out, err, returncode, timed_out, seconds, total), kept
+
+
+def _inside(root: Path, name: str) -> Path:
+    target = (root / name).resolve()
+    if root.resolve() not in target.parents:
+        raise ValueError(f"sandbox file {name!r} would land outside its folder")
+    return target
 
 
 def _execute(root: Path, token: str, limits: Limits) -> tuple[int | None, bool]:

@@ -11,7 +11,8 @@ episode's columns and a 1-based ``message_index``.
 
 Other tables that methods keep beside their episodes have a file name of their
 own (``TABLE_FILES``) and a view of that name over every such file, with the
-folder keys as columns; e.g. ``pool`` (SAGE's question pool, one file per span).
+folder keys as columns; e.g. ``pool`` (SAGE's question pool, one file per span) and
+``helmsman_attempts`` (Helmsman's repair attempts, one file per task).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from evoflow.store.schema import EPISODE_SCHEMA
 from evoflow.store.shards import open_shard
 
 HIVE_SEGMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([^/]*)$")
-TABLE_FILES = {"pool": "pool.parquet"}  # view name -> file name (not episodes)
+# view name -> file name (not episodes)
+TABLE_FILES = {"pool": "pool.parquet", "helmsman_attempts": "attempts.parquet"}
 
 
 def find_shards(root: str | Path, table: str | None = None) -> list[Path]:

@@ -1,0 +1,19 @@
+"""A baseline's runs of a task in the sandbox, one per seed
+(evoflow.helmsman.run.run_baseline)."""
+
+import logging
+import sys
+from pathlib import Path
+
+from evoflow.helmsman.benchmark import BenchSettings
+from evoflow.helmsman.run import run_baseline
+
+sys.stderr = open(snakemake.log[0], "w")
+logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+run_baseline(
+    snakemake.wildcards.task,
+    snakemake.wildcards.strategy,
+    BenchSettings.from_config(snakemake.params.bench),
+    [Path(p) for p in snakemake.input.data],
+    [Path(p) for p in snakemake.output],
+)

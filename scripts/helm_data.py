@@ -1,0 +1,13 @@
+"""A task's offline substitute data for every seed (evoflow.helmsman.run.make_data)."""
+
+import logging
+import sys
+from pathlib import Path
+
+from evoflow.helmsman.run import make_data
+
+sys.stderr = open(snakemake.log[0], "w")
+logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+source = Path(snakemake.input[0]) if len(snakemake.input) else None
+outputs = [Path(p) for p in snakemake.output]
+make_data(snakemake.wildcards.task, list(snakemake.params.seeds), outputs, source)

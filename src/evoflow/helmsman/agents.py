@@ -1,0 +1,180 @@
+"""What each Helmsman agent is asked, and how its reply is read.
+
+Agents: the Planner drafts a research plan; the Reflector judges it complete
+or not; the Supervisor splits an approved plan into module specs; Coders write
+one module each; the Debugger repairs a codebase from a diagnosis; the
+optional Judge reviews a run that passed the deterministic checks. Every
+reply is parsed here, and a reply that cannot be used raises ``ReplyError``
+with one sentence saying what is missing (the caller records it and, in the
+repair loop, spends an attempt on it).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from evoflow.errors import EvoflowError
+from evoflow.helmsman.codebase import MODULES
+
+PLAN_SECTIONS = ("Summary", "Challenges", "Tasks", "Technical Setup")
+FENCE = re.compile(
+    r"```[ \t]*([\w.+-]*)[ \t]*([\w./-]*\.py)?[ \t]*\n(.*?)```", re.DOTALL
+)
+
+HEADER = re.compile(r"\A\s*#\s*file:\s*([\w.-]+\.py)[ \t]*\n")
+
+CONTRACT = """\
+The codebase runs offline in a sandbox (no network, no files outside its folder) as five
+modules: task.py (data loading, model, local training and evaluation), strategy.py
+(`build_strategy(config)` returning a Flower strategy), client_app.py (a
+`flwr.clientapp.ClientApp` named `app`), server_app.py (a `flwr.serverapp.ServerApp`
+named `app`) and run.py (the entry point). Available: Python 3.11, numpy and flwr 1.42
+(Message API: flwr.app, flwr.clientapp, flwr.serverapp, flwr.serverapp.strategy);
+there is no Ray, so run.py must read run_config.json and call
+`flower_runtime.run_federation(server_app, client_app, num_nodes=config["clients"],
+run_config=config)`. Node k sees context.node_config["partition-id"] == k.
+data.npz holds x_train_<k>, y_train_<k>, x_test_<k>, y_test_<k> per client k (float32
+features, int64 labels; labeled_<k> masks and task_ids_<k> where the task has them), the
+global x_test, y_test and a JSON string meta (num_classes and the task's settings).
+run_config.json holds clients, rounds, seed, lr, local_steps, batch, hidden, fraction.
+After every round, and once before the first, the server evaluates the global model on
+the global test set; at the end it writes metrics.json as
+{"rounds": [{"round": r, "accuracy": a, "loss": l}, ...]}."""
+
+
+class ReplyError(EvoflowError):
+    """An agent's reply cannot be used."""
+
+
+def planner(query: str, feedback: str | None = None) -> list[dict]:
+    """Ask for a research plan; ``feedback`` is the reflection's or the human's."""
+    sections = ", ".join(f"## {s}" for s in PLAN_SECTIONS)
+    text = (f"A researcher asks for a federated-learning system:\n\n{query}\n\n"
+            f"Write a research plan in Markdown with the sections {sections}. Name the "
+            "federated algorithm, the model, how the data is split over the clients, the "
+            "number of clients and rounds, and the metric.")  # fmt: skip
+    if feedback:
+        text += f"\n\nRevise your previous plan. Feedback:\n{feedback}"
+    return [{"role": "user", "content": text}]
+
+
+def parse_plan(reply: str) -> str:
+    missing = [
+        s for s in PLAN_SECTIONS if not re.search(rf"^#+\s*{s}\b", reply, re.M | re.I)
+    ]
+    if missing:
+        raise ReplyError(f"the plan lacks the section(s) {', '.join(missing)}")
+    return reply.strip()
+
+
+def reflector(query: str, plan: str) -> list[dict]:
+    text = (f"Query:\n{query}\n\nPlan:\n{plan}\n\nJudge whether the plan is coherent, "
+            "complete (data split, model, algorithm, clients, rounds, metric) and feasible. "
+            "Answer on the first line COMPLETE or INCOMPLETE; after INCOMPLETE, list what is "
+            "missing, one item per line.")  # fmt: skip
+    return [{"role": "user", "content": text}]
+
+
+def parse_reflection(reply: str) -> tuple[bool, str]:
+    """(complete, feedback)."""
+    first, _, rest = reply.strip().partition("\n")
+    word = first.strip().strip("*:# ").upper()
+    if word.startswith("INCOMPLETE"):
+        return False, (first.partition(":")[2] + "\n" + rest).strip()
+    if word.startswith("COMPLETE"):
+        return True, rest.strip()
+    raise ReplyError("the reflection does not start with COMPLETE or INCOMPLETE")
+
+
+def supervisor(plan: str) -> list[dict]:
+    keys = ", ".join(f'"{m}"' for m in MODULES)
+    text = (f"Approved plan:\n{plan}\n\n{CONTRACT}\n\nSplit the work: reply with one JSON "
+            f"object whose keys are {keys} and whose values say what that module must "
+            "contain and which functions the others call.")  # fmt: skip
+    return [{"role": "user", "content": text}]
+
+
+def parse_blueprint(reply: str) -> dict[str, str]:
+    start, end = reply.find("{"), reply.rfind("}")
+    try:
+        specs = json.loads(reply[start : end + 1]) if start >= 0 else None
+    except ValueError as error:
+        raise ReplyError(f"the blueprint is not valid JSON ({error})") from error
+    if not isinstance(specs, dict):
+        raise ReplyError("the blueprint holds no JSON object")
+    missing = [m for m in MODULES if not isinstance(specs.get(m), str)]
+    if missing:
+        raise ReplyError(f"the blueprint has no spec for {', '.join(missing)}")
+    return {m: specs[m] for m in MODULES}
+
+
+def coder(module: str, plan: str, spec: str, written: dict[str, str]) -> list[dict]:
+    others = "\n\n".join(
+        f"{name}:\n```python\n{code}```" for name, code in written.items()
+    )
+    text = (f"Plan:\n{plan}\n\n{CONTRACT}\n\nWrite {module}. Its spec: {spec}\n\n"
+            + (f"Modules written so far:\n{others}\n\n" if others else "")
+            + f"Reply with the whole of {module} in one ```python block.")  # fmt: skip
+    return [{"role": "user", "content": text}]
+
+
+def parse_module(reply: str) -> str:
+    blocks = [_body(code) for _, _, code in FENCE.findall(reply)]
+    if not blocks:
+        raise ReplyError("the reply holds no fenced code block")
+    return blocks[-1]
+
+
+def _body(code: str) -> str:
+    """A block's code without its ``# file: <name>.py`` first line."""
+    return HEADER.sub("", code, count=1)
+
+
+def judge(plan: str, modules: dict[str, str], metrics: str) -> list[dict]:
+    code = "\n\n".join(
+        f"{name}:\n```python\n{text}```" for name, text in modules.items()
+    )
+    text = (f"Approved plan:\n{plan}\n\nThe codebase:\n{code}\n\nIts metrics.json:\n"
+            f"{metrics[:4000]}\n\nDoes the code do what the plan asks (algorithm, data split, "
+            "model, metric), and do the metrics look sound? Answer PASS or FAIL on the first "
+            "line; after FAIL, say what to change.")  # fmt: skip
+    return [{"role": "user", "content": text}]
+
+
+def parse_judgement(reply: str) -> tuple[bool, str]:
+    """(passed, reason)."""
+    first, _, rest = reply.strip().partition("\n")
+    word = first.strip().strip("*:# ").upper()
+    if word.startswith("PASS"):
+        return True, rest.strip()
+    if word.startswith("FAIL"):
+        return False, (
+            first.partition(":")[2] + "\n" + rest
+        ).strip() or "no reason given"
+    raise ReplyError("the judgement does not start with PASS or FAIL")
+
+
+def debugger(modules: dict[str, str], report: str, log_tail: str) -> list[dict]:
+    code = "\n\n".join(
+        f"{name}:\n```python\n{text}```" for name, text in modules.items()
+    )
+    text = (f"{CONTRACT}\n\nThe codebase:\n{code}\n\nIts run was diagnosed:\n{report}\n\n"
+            f"End of its log:\n{log_tail}\n\nFix it with targeted changes that keep the "
+            "functions' signatures. Reply with each module you change, whole, in a "
+            "```python block whose first line is `# file: <name>.py`.")  # fmt: skip
+    return [{"role": "user", "content": text}]
+
+
+def parse_patch(reply: str) -> dict[str, str]:
+    """The modules a reply rewrites, by name."""
+    patch = {}
+    for _, label, code in FENCE.findall(reply):
+        head = HEADER.match(code)
+        name = label or (head.group(1) if head else None)
+        if name in MODULES:
+            patch[name] = _body(code)
+    if not patch:
+        raise ReplyError("the reply names no module of the codebase in a fenced block "
+                         "(start each block with `# file: <name>.py`)")  # fmt: skip
+    return patch

@@ -1,0 +1,123 @@
+"""AgentFL-Bench runs: a codebase (a baseline of ours, or the agents'
+final one) on a task's substitute data in the sandbox, and the task's metric
+read from the run's ``metrics.json``.
+
+Baselines share every module but ``strategy.py``: FedAvg, FedProx and the
+paper's specialised method where we have it (``SPECIALISED``). The paper's
+other specialised methods (FedNS, FAST, FedWeIT) are not reproduced; their
+tasks have no specialised row.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from evoflow.helmsman.bench import BenchTask
+from evoflow.helmsman.simulate import simulate
+
+SPECIALISED = {"FedNova": "fednova", "HeteroFL": "heterofl", "FedPer": "fedper"}
+GENERAL = ("fedavg", "fedprox")
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    """The training every run of a task shares (the paper: 100 rounds of 5
+    local updates; CPU default: 20 rounds of 1 local epoch)."""
+
+    rounds: int = 20
+    local_epochs: float = 1.0
+    lr: float = 0.1
+    batch: int = 32
+    hidden: int = 64
+    proximal_mu: float = 0.01
+    seeds: tuple[int, ...] = field(default=(0,))
+
+    @classmethod
+    def from_config(cls, bench: dict | None) -> BenchSettings:
+        """From a config's ``helmsman.bench`` block (defaults where absent)."""
+        bench = dict(bench or {})
+        if "seeds" in bench:
+            bench["seeds"] = tuple(bench["seeds"])
+        return cls(**bench)
+
+
+def baselines(task: BenchTask) -> list[str]:
+    """The strategies a task's baselines run: FedAvg, FedProx, and the
+    specialised method where it is one we have."""
+    special = SPECIALISED.get(task.specialised or "")
+    return [*GENERAL, special] if special else list(GENERAL)
+
+
+def run_config(task: BenchTask | None, meta: dict, settings: BenchSettings, seed: int,
+               strategy: str) -> dict:  # fmt: skip
+    """The ``run_config.json`` of one run (``task`` None: a free query, scored
+    on global accuracy). Where clients can only hold a narrower model (Q9's
+    widths), baselines other than HeteroFL train the model every client can
+    hold (the widest all of them can)."""
+    metric, label = (task.metric, task.id) if task else ("global_accuracy", "query")
+    tasks = len(meta.get("tasks") or [])
+    if metric == "task_accuracy" and settings.rounds < tasks:
+        raise ValueError(f"{label} plays {tasks} tasks in sequence: it needs at least "
+                         f"{tasks} rounds (helmsman.bench.rounds is {settings.rounds})")  # fmt: skip
+    hidden = settings.hidden
+    widths = meta.get("client_width")
+    if widths and strategy != "heterofl":
+        hidden = max(1, int(np.ceil(min(widths) * settings.hidden)))
+    return {
+        "task": label, "strategy": strategy, "seed": seed,
+        "clients": int(meta["num_clients"]), "rounds": settings.rounds,
+        "local_epochs": settings.local_epochs, "lr": settings.lr, "batch": settings.batch,
+        "hidden": hidden, "proximal_mu": settings.proximal_mu,
+        "fraction": float(meta.get("participation", 1.0)),
+        "continual": metric == "task_accuracy",
+        "watch": "client_accuracy" if metric == "client_accuracy" else "accuracy",
+    }  # fmt: skip
+
+
+def run(modules: dict[str, str], data: bytes, config: dict, task: BenchTask) -> dict:
+    """Run a codebase and score it; the record a report reads."""
+    result = simulate(modules, data, config)
+    history = json.loads(result.metrics)["rounds"] if result.metrics else []
+    return {
+        "task": task.id, "strategy": config["strategy"], "seed": config["seed"],
+        "verdict": result.diagnosis.verdict, "problems": list(result.diagnosis.problems),
+        "seconds": result.outcome.seconds, "rounds": history,
+        **(score(task, history, config) if result.diagnosis.ok else {}),
+    }  # fmt: skip
+
+
+def score(task: BenchTask, history: list[dict], config: dict) -> dict:
+    """The task's metric after the last round (in %), and for a continual
+    task the average forgetting (0–1)."""
+    last = history[-1]
+    if task.metric == "client_accuracy":
+        return {"metric": 100 * float(last["client_accuracy"])}
+    if task.metric == "task_accuracy":
+        matrix = task_matrix(history, int(config["rounds"]), len(last["task_accuracy"]))
+        return {
+            "metric": 100 * float(np.mean(matrix[-1])),
+            "forgetting": forgetting(matrix),
+        }
+    return {"metric": 100 * float(last["accuracy"])}
+
+
+def task_matrix(history: list[dict], rounds: int, tasks: int) -> np.ndarray:
+    """a[l, j]: accuracy on task j after the last round of task l (rounds are
+    shared out over the tasks in order, as the baseline codebase does)."""
+    by_round = {int(r["round"]): r["task_accuracy"] for r in history}
+    ends = [max(r for r in range(1, rounds + 1) if (r - 1) * tasks // rounds == t)
+            for t in range(tasks)]  # fmt: skip
+    return np.array([by_round[end] for end in ends], dtype=float)
+
+
+def forgetting(matrix: np.ndarray) -> float:
+    """Mean over the tasks but the last of (best accuracy on it after any task
+    up to the last) − (accuracy on it at the end)."""
+    tasks = matrix.shape[0]
+    if tasks < 2:
+        return 0.0
+    drops = [matrix[:, j].max() - matrix[-1, j] for j in range(tasks - 1)]
+    return float(np.mean(drops))
