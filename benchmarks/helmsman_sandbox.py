@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from evoflow.helmsman import codebase, partitions
+from evoflow.helmsman import codebase, datafile, partitions
 from evoflow.helmsman.bench import get_task
 from evoflow.helmsman.benchmark import BenchSettings, run_config
 from evoflow.sandbox import Limits, run_files
@@ -64,7 +64,7 @@ def baseline_files(task_id: str, rounds: int) -> dict[str, str | bytes]:
     task = get_task(task_id)
     data = partitions.build(task, 0)
     with tempfile.TemporaryDirectory() as folder:
-        partitions.save(data, Path(folder) / "data.npz")
+        datafile.save(data, Path(folder) / "data.npz")
         raw = (Path(folder) / "data.npz").read_bytes()
     meta = {**data.meta, "num_clients": len(data.clients)}
     config = run_config(task, meta, BenchSettings(rounds=rounds), 0, "fedavg")

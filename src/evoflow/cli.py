@@ -277,10 +277,14 @@ def _helmsman_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", required=True,
                    help="an AgentFL-Bench task id (its offline substitute, seed 0) or a "
                         "data file in its npz layout")  # fmt: skip
-    p.add_argument("--out", required=True, help="folder of the run (resumes if it exists)")
+    p.add_argument(
+        "--out", required=True, help="folder of the run (resumes if it exists)"
+    )
     p.add_argument("--model", default="smollm2-135m-instruct", help="served model name")
     p.add_argument("--backend", choices=["openai", "hf"], default="openai")
-    p.add_argument("--base-url", default="http://127.0.0.1:8000", help="openai backend root")
+    p.add_argument(
+        "--base-url", default="http://127.0.0.1:8000", help="openai backend root"
+    )
     p.add_argument("--max-context", type=int, default=32768)
     approval = p.add_mutually_exclusive_group()
     approval.add_argument("--auto", action="store_true", help="approve plans unasked")

@@ -155,6 +155,11 @@ def test_heterofl_averages_each_weight_over_the_clients_that_hold_it(monkeypatch
     # the first two hidden units: (1*1 + 3*4) / 4 = 3.25; the others: the full client's 1.0
     assert np.allclose(w1[:, :2], 3.25) and np.allclose(w1[:, 2:], 1.0)
     assert np.allclose(merged.to_numpy_ndarrays()[3], 3.25)
+    alone, _ = strategy.aggregate_train(1, replies[1:])  # only the half-width client
+    w1 = alone.to_numpy_ndarrays()[0]
+    assert np.allclose(w1[:, :2], 4.0) and np.allclose(
+        w1[:, 2:], 9.0
+    )  # the rest: global
 
 
 @pytest.mark.parametrize("strategy", codebase.STRATEGIES)
@@ -167,3 +172,108 @@ def test_each_baseline_learns_digits(strategy, digits_npz, run_config):
     )  # FedPer: personal heads
     first, last = rounds[0].get(key, rounds[0]["accuracy"]), rounds[-1][key]
     assert first < 0.3 and last > 0.8, (first, last)
+
+
+def test_fedlwf_forgets_less_than_fedavg_on_split_digits(tmp_path):
+    from evoflow.helmsman import datafile, partitions
+    from evoflow.helmsman.bench import get_task
+    from evoflow.helmsman.benchmark import BenchSettings, run, run_config
+
+    task = get_task("Q16")
+    data = partitions.build(task, 0)
+    datafile.save(data, tmp_path / "q16.npz")
+    meta = {**data.meta, "num_clients": len(data.clients)}
+    scored = {}
+    for strategy in ("fedavg", "fedlwf"):
+        config = run_config(
+            task, meta, BenchSettings(rounds=20, distill=2.0), 0, strategy
+        )
+        record = run(
+            codebase.baseline(strategy),
+            (tmp_path / "q16.npz").read_bytes(),
+            config,
+            task,
+        )
+        scored[strategy] = record
+    # FedAvg overwrites each task with the next (measured: forgetting 0.91, FedLwF 0.49)
+    assert scored["fedavg"]["forgetting"] > 0.8
+    assert scored["fedlwf"]["forgetting"] < scored["fedavg"]["forgetting"] - 0.2
+    assert scored["fedlwf"]["metric"] > scored["fedavg"]["metric"]
+
+
+def _reply(arrays, **metrics):
+    from flwr.app import ArrayRecord, Message, MetricRecord, RecordDict
+
+    content = RecordDict({"arrays": ArrayRecord([np.asarray(a, dtype=np.float64) for a in arrays]),
+                          "metrics": MetricRecord(metrics)})  # fmt: skip
+    return Message(content, dst_node_id=1, message_type="train")
+
+
+@pytest.fixture()
+def in_a_run(monkeypatch):
+    from flwr.supercore.task_identity import TaskIdentity
+
+    for field in ("_task_id", "_run_id", "_node_id"):  # messages are made inside a run
+        monkeypatch.setattr(TaskIdentity, field, 1)
+
+
+def test_fednova_steps_by_the_normalised_average_worked_by_hand(monkeypatch, in_a_run):
+    fednova = _strategy_module("fednova", monkeypatch)
+    strategy = fednova.FedNova(min_available_nodes=1)
+    strategy._global = [np.array([10.0])]
+    # client a: n=1, tau=1, update 2; client b: n=3, tau=4, update 4 (1 per step)
+    replies = [_reply([[2.0]], **{"num-examples": 1, "steps": 1, "train_loss": 0.0}),
+               _reply([[4.0]], **{"num-examples": 3, "steps": 4, "train_loss": 0.0})]  # fmt: skip
+    merged, _ = strategy.aggregate_train(1, replies)
+    # tau_eff = 1/4*1 + 3/4*4 = 3.25; step = 3.25 * (1/4*2/1 + 3/4*4/4) = 4.0625
+    # (FedAvg's step would be 1/4*2 + 3/4*4 = 3.5)
+    assert merged.to_numpy_ndarrays()[0] == pytest.approx([10.0 - 4.0625])
+
+
+def test_fedper_keeps_each_head_on_its_client(monkeypatch):
+    from flwr.app import RecordDict
+
+    fedper = _strategy_module("fedper", monkeypatch)
+    task = sys.modules["task"]
+    rng = np.random.default_rng(0)
+    x, y = rng.random((40, 6)).astype(np.float32), rng.integers(0, 3, 40)
+    global_model = task.init_model(6, 3, 5, 0)
+    state = RecordDict()
+    config = {"local_epochs": 2, "batch": 8, "lr": 0.5, "seed": 0}
+    sent, _ = fedper.client_train(global_model, x, y, config, 1, 0, state, {})
+    head = state["head"].to_numpy_ndarrays()
+    assert all(
+        np.array_equal(a, b) for a, b in zip(sent[2:], global_model[2:], strict=True)
+    )
+    assert not np.allclose(head[0], global_model[2])  # trained, and kept here
+    assert not np.allclose(
+        sent[0], global_model[0]
+    )  # the shared layer trained and is sent
+    mine = fedper.client_model(global_model, state)
+    assert np.array_equal(mine[2], head[0]) and np.array_equal(mine[0], global_model[0])
+
+
+def test_fedprox_local_steps_match_autograd_of_the_proximal_objective(monkeypatch):
+    _strategy_module("fedprox", monkeypatch)
+    task = sys.modules["task"]
+    rng = np.random.default_rng(1)
+    x, y = rng.random((30, 4)).astype(np.float32), rng.integers(0, 3, 30)
+    start, mu, lr = task.init_model(4, 3, 5, 0), 0.7, 0.3
+    trained, _ = task.train(
+        start, x, y, steps=3, lr=lr, batch=100, seed=0, proximal_mu=mu
+    )
+    params = [torch.tensor(w, dtype=torch.float64, requires_grad=True) for w in start]
+    anchors = [torch.tensor(w, dtype=torch.float64) for w in start]
+    for _ in range(3):  # full batch: min(batch, n) rows, every row
+        w1, b1, w2, b2 = params
+        logits = torch.relu(torch.tensor(x, dtype=torch.float64) @ w1 + b1) @ w2 + b2
+        loss = torch.nn.functional.cross_entropy(logits, torch.tensor(y))
+        loss = loss + mu / 2 * sum(
+            ((p - a) ** 2).sum() for p, a in zip(params, anchors, strict=True)
+        )
+        grads = torch.autograd.grad(loss, params)
+        with torch.no_grad():
+            for p, g in zip(params, grads, strict=True):
+                p -= lr * g
+    for mine, reference in zip(trained, params, strict=True):
+        assert np.allclose(mine, reference.detach().numpy(), atol=1e-5)

@@ -52,6 +52,11 @@ def test_the_specialised_baseline_per_task():
     assert baselines(get_task("Q5"))[-1] == "fednova"
     assert baselines(get_task("Q9"))[-1] == "heterofl"
     assert baselines(get_task("Q13"))[-1] == "fedper"
+    assert baselines(get_task("Q16")) == [
+        "fedavg",
+        "fedprox",
+        "fedlwf",
+    ]  # FedWeIT: not ours
 
 
 def test_narrow_clients_limit_the_other_baselines_model():
@@ -71,3 +76,21 @@ def test_a_continual_task_needs_a_round_per_task():
     meta = {"num_clients": 15, "tasks": [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]]}
     with pytest.raises(ValueError, match="at least 5 rounds"):
         run_config(get_task("Q16"), meta, BenchSettings(rounds=4), 0, "fedavg")
+
+
+def test_a_run_without_its_tasks_metric_fails_clearly(tmp_path):
+    from evoflow.helmsman import codebase, datafile, partitions
+    from evoflow.helmsman.benchmark import run
+
+    task = get_task("Q12")
+    data = partitions.build(task, 0)
+    datafile.save(data, tmp_path / "q12.npz")
+    modules = codebase.baseline("fedavg")  # made to write no client_accuracy at all
+    server = modules["server_app.py"].replace('record["client_accuracy"] =', "_ =")
+    assert server.count("_ =") == 2
+    modules["server_app.py"] = server
+    meta = {**data.meta, "num_clients": len(data.clients)}
+    config = run_config(task, meta, BenchSettings(rounds=3), 0, "fedavg")
+    record = run(modules, (tmp_path / "q12.npz").read_bytes(), config, task)
+    assert record["verdict"] == "FAIL" and "metric" not in record
+    assert "client_accuracy" in " ".join(record["problems"])

@@ -49,7 +49,7 @@ FAULTS = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("fault", [f for f in FAULTS if FAULTS[f][3] is not None])
+@pytest.mark.parametrize("fault", FAULTS)
 def test_each_fault_is_caught_at_its_level(fault, digits_npz, run_config):
     module, old, new, level, words = FAULTS[fault]
     run = simulate(_with(module, old, new), digits_npz, run_config, FAST)
@@ -129,3 +129,17 @@ def test_a_task_scored_on_the_clients_models_is_judged_on_them():
     log = "participation: 12 training replies in 3 rounds"
     assert diagnose(outcome, log, metrics, 3).level == 2  # stagnant global accuracy
     assert diagnose(outcome, log, metrics, 3, watch="client_accuracy").ok
+
+
+def test_a_healthy_log_that_mentions_errors_is_not_a_failure():
+    outcome = Outcome("passed", 0, 0, 1.0, 0, "", "", True)
+    metrics = (
+        b'{"rounds": [{"round": 0, "accuracy": 0.1}, {"round": 1, "accuracy": 0.6}]}'
+    )
+    log = ("INFO :  ServerApp summary: no error\nINFO :  received 3 results and 0 failures\n"
+           "participation: 3 training replies in 1 rounds")  # fmt: skip
+    assert diagnose(outcome, log, metrics, 1).ok
+    flagged = diagnose(
+        outcome, log + "\nERROR :   ServerApp thread raised an exception", metrics, 1
+    )
+    assert flagged.level == 1 and "ServerApp thread raised" in flagged.report()

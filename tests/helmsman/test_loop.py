@@ -210,3 +210,25 @@ def test_the_judge_sends_a_passing_run_back_once(tmp_path, digits_npz, run_confi
     first = attempts(tmp_path / "Q1")[0]
     assert first["diagnosis"]["level"] == 2 and "FedProx" in first["report"]
     assert [a for a, _ in policy.calls] == ["judge", "debugger", "judge"]
+
+
+def test_attempts_of_another_starting_codebase_are_not_resumed(
+    tmp_path, digits_npz, run_config
+):
+    never = ScriptedPolicy(_debugger(fix_at=None))
+    llm = AgentLLM(never, tmp_path / "calls.jsonl")
+    refine(
+        tmp_path / "Q1",
+        _broken_modules(),
+        digits_npz,
+        run_config,
+        llm,
+        budget=1,
+        limits=FAST,
+    )
+    (tmp_path / "Q1" / "status.json").unlink()  # the code phase ran again (new code)
+    fixed = ScriptedPolicy(_debugger(fix_at=1))
+    status = refine(tmp_path / "Q1", codebase.baseline(), digits_npz, run_config,
+                    AgentLLM(fixed, tmp_path / "other.jsonl"), budget=1, limits=FAST)  # fmt: skip
+    assert status["status"] == "SUCCESS" and status["repairs"] == 0  # the new code ran
+    assert [r["attempt"] for r in attempts(tmp_path / "Q1")] == [0]

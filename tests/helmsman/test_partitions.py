@@ -17,7 +17,8 @@ from sklearn.model_selection import train_test_split
 
 from evoflow.helmsman import partitions
 from evoflow.helmsman.bench import get_task
-from evoflow.helmsman.partitions import build, load, save
+from evoflow.helmsman.datafile import load, save
+from evoflow.helmsman.partitions import build
 
 IDS = [f"Q{i}" for i in range(1, 17)]
 N_DIGITS, N_SYNTH = 1797, 1800  # Q5: 15 users x 6 classes x 20; Q6: 15 x 10 x 12

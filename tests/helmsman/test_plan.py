@@ -120,15 +120,37 @@ def test_the_plan_rounds_are_bounded(tmp_path):
     assert result.status == "rejected" and "2 rounds" in result.reason
 
 
-def test_a_batch_run_waits_for_its_approval_file(tmp_path):
-    approver = make_approver("file", tmp_path / "approve.json")
-    with pytest.raises(ApprovalPending, match="approve.json"):
-        approver.review(PLAN)
-    (tmp_path / "approve.json").write_text(json.dumps({"approve": True}))
-    assert FileApprover(tmp_path / "approve.json").review(PLAN) == (True, "")
-    (tmp_path / "approve.json").write_text("{not json")
+def test_a_batch_run_stops_for_each_decision_and_replays_them_on_rerun(tmp_path):
+    decision = tmp_path / "approval.json"
+
+    def attempt():
+        llm, policy = _llm(tmp_path, reflections=["COMPLETE"] * 4)
+        return plan_task(ORIGINAL, llm, make_approver("file", decision)), policy
+
+    with pytest.raises(ApprovalPending, match="approval.json") as stop:
+        attempt()
+    assert "approval.draft-1.md" in str(stop.value)
+    assert (
+        tmp_path / "approval.draft-1.md"
+    ).read_text() == PLAN  # what the person reads
+    decision.write_text(json.dumps({"feedback": "use FedProx"}))
+    with pytest.raises(ApprovalPending, match="draft-2"):  # the feedback is used once
+        attempt()
+    decision.write_text(json.dumps({"approve": True}))
+    result, policy = attempt()
+    assert result.status == "approved" and result.path.count("human_review") == 2
+    assert policy.calls == []  # the rerun replayed every call from the call log
+    from evoflow.helmsman.llm import read_calls
+
+    revised = [
+        c for c in read_calls(tmp_path / "calls.jsonl") if c["agent"] == "planner"
+    ]
+    assert len(revised) == 2  # the first draft, and the one after the feedback
+    broken = tmp_path / "other" / "approval.json"
+    broken.parent.mkdir()
+    broken.write_text("{not json")
     with pytest.raises(ApprovalPending, match="not valid JSON"):
-        approver.review(PLAN)
+        FileApprover(broken).review(PLAN)
 
 
 def test_every_benchmark_query_fits_the_schema():

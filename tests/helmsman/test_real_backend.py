@@ -19,7 +19,7 @@ from evoflow.helmsman.bench import get_task
 from evoflow.helmsman.coding import write_codebase
 from evoflow.helmsman.llm import AgentLLM, read_calls
 from evoflow.helmsman.plan import plan_task
-from evoflow.helmsman.refine import refine
+from evoflow.helmsman.refine import attempts, refine
 from evoflow.policy.openai import OpenAIPolicy
 from evoflow.sandbox import Limits
 
@@ -69,3 +69,4 @@ def test_the_loop_runs_through_a_served_model(
     assert all(c["model"] == MODEL and c["prompt_tokens"] > 100 for c in calls)
     assert sum(c["completion_tokens"] for c in calls) > 0
     assert status["status"] in ("SUCCESS", "FAIL_BUDGET") and status["repairs"] <= 1
+    assert len(attempts(tmp_path / "Q1")) == status["repairs"] + 1

@@ -18,11 +18,8 @@ from evoflow.errors import EvoflowError
 from evoflow.helmsman.codebase import MODULES
 
 PLAN_SECTIONS = ("Summary", "Challenges", "Tasks", "Technical Setup")
-FENCE = re.compile(
-    r"```[ \t]*([\w.+-]*)[ \t]*([\w./-]*\.py)?[ \t]*\n(.*?)```", re.DOTALL
-)
-
-HEADER = re.compile(r"\A\s*#\s*file:\s*([\w.-]+\.py)[ \t]*\n")
+PY_NAME = re.compile(r"([\w.-]+)\.py\b")
+HEADER = re.compile(r"\A\s*#\s*file\s*:\s*`?([\w./-]+\.py)`?[ \t]*\n", re.IGNORECASE)
 
 CONTRACT = """\
 The codebase runs offline in a sandbox (no network, no files outside its folder) as five
@@ -37,10 +34,15 @@ run_config=config)`. Node k sees context.node_config["partition-id"] == k.
 data.npz holds x_train_<k>, y_train_<k>, x_test_<k>, y_test_<k> per client k (float32
 features, int64 labels; labeled_<k> masks and task_ids_<k> where the task has them), the
 global x_test, y_test and a JSON string meta (num_classes and the task's settings).
-run_config.json holds clients, rounds, seed, lr, local_steps, batch, hidden, fraction.
+run_config.json holds clients, rounds, seed, lr, local_epochs, batch, hidden, fraction
+(the share of clients that train each round), proximal_mu, distill, continual and watch.
 After every round, and once before the first, the server evaluates the global model on
 the global test set; at the end it writes metrics.json as
-{"rounds": [{"round": r, "accuracy": a, "loss": l}, ...]}."""
+{"rounds": [{"round": r, "accuracy": a, "loss": l}, ...]}. When watch is
+"client_accuracy", each round also holds client_accuracy: the mean accuracy of the
+clients' own models on their local test sets. When continual is true (tasks arrive in
+sequence, meta["tasks"] lists each task's classes, task_test gives each global test row's
+task), each round also holds task_accuracy: the list of accuracies on each task's rows."""
 
 
 class ReplyError(EvoflowError):
@@ -119,16 +121,34 @@ def coder(module: str, plan: str, spec: str, written: dict[str, str]) -> list[di
     return [{"role": "user", "content": text}]
 
 
+def fenced(reply: str) -> list[tuple[str | None, str]]:
+    """The reply's fenced blocks as (file name or None, code), read line by
+    line: a name is any ``<name>.py`` on the opening fence line (``python
+    task.py``, ``python:task.py``, ``title="task.py"``, a path) or a first line
+    ``# file: <name>.py``, which is dropped from the code."""
+    blocks, name, lines = [], None, None
+    for line in reply.splitlines():
+        if lines is None and line.lstrip().startswith("```"):
+            found = PY_NAME.search(line)
+            name, lines = (found.group(0) if found else None), []
+        elif lines is not None and line.strip().startswith("```"):
+            code = "\n".join(lines) + "\n"
+            head = HEADER.match(code)
+            label = name or (head.group(1) if head else None)
+            blocks.append(
+                (label.rsplit("/", 1)[-1] if label else None, HEADER.sub("", code, 1))
+            )
+            lines = None
+        elif lines is not None:
+            lines.append(line)
+    return blocks
+
+
 def parse_module(reply: str) -> str:
-    blocks = [_body(code) for _, _, code in FENCE.findall(reply)]
+    blocks = fenced(reply)
     if not blocks:
         raise ReplyError("the reply holds no fenced code block")
-    return blocks[-1]
-
-
-def _body(code: str) -> str:
-    """A block's code without its ``# file: <name>.py`` first line."""
-    return HEADER.sub("", code, count=1)
+    return blocks[-1][1]
 
 
 def judge(plan: str, modules: dict[str, str], metrics: str) -> list[dict]:
@@ -167,14 +187,13 @@ def debugger(modules: dict[str, str], report: str, log_tail: str) -> list[dict]:
 
 
 def parse_patch(reply: str) -> dict[str, str]:
-    """The modules a reply rewrites, by name."""
-    patch = {}
-    for _, label, code in FENCE.findall(reply):
-        head = HEADER.match(code)
-        name = label or (head.group(1) if head else None)
-        if name in MODULES:
-            patch[name] = _body(code)
+    """The modules a reply rewrites, by name; blocks for other files are
+    left out (the codebase has only its five modules)."""
+    blocks = fenced(reply)
+    patch = {name: code for name, code in blocks if name in MODULES}
     if not patch:
-        raise ReplyError("the reply names no module of the codebase in a fenced block "
-                         "(start each block with `# file: <name>.py`)")  # fmt: skip
+        others = sorted({name for name, _ in blocks if name})
+        named = f" (it names {', '.join(others)})" if others else ""
+        raise ReplyError(f"the reply names no module of the codebase in a fenced block{named}; "
+                         "start each block with `# file: <name>.py`")  # fmt: skip
     return patch

@@ -20,6 +20,7 @@ from evoflow.helmsman.simulate import simulate
 
 SPECIALISED = {"FedNova": "fednova", "HeteroFL": "heterofl", "FedPer": "fedper"}
 GENERAL = ("fedavg", "fedprox")
+CONTINUAL = ("fedlwf",)  # beside the paper's Table 5 rows (FedWeIT: not reproduced)
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class BenchSettings:
     batch: int = 32
     hidden: int = 64
     proximal_mu: float = 0.01
+    distill: float = 1.0  # FedLwF's weight of the distillation term (LwF's default)
     seeds: tuple[int, ...] = field(default=(0,))
 
     @classmethod
@@ -45,10 +47,12 @@ class BenchSettings:
 
 
 def baselines(task: BenchTask) -> list[str]:
-    """The strategies a task's baselines run: FedAvg, FedProx, and the
-    specialised method where it is one we have."""
+    """The strategies a task's baselines run: FedAvg, FedProx, the
+    specialised method where it is one we have, and FedLwF for a continual
+    task."""
     special = SPECIALISED.get(task.specialised or "")
-    return [*GENERAL, special] if special else list(GENERAL)
+    extra = CONTINUAL if task.metric == "task_accuracy" else ()
+    return [*GENERAL, *([special] if special else []), *extra]
 
 
 def run_config(task: BenchTask | None, meta: dict, settings: BenchSettings, seed: int,
@@ -70,7 +74,7 @@ def run_config(task: BenchTask | None, meta: dict, settings: BenchSettings, seed
         "task": label, "strategy": strategy, "seed": seed,
         "clients": int(meta["num_clients"]), "rounds": settings.rounds,
         "local_epochs": settings.local_epochs, "lr": settings.lr, "batch": settings.batch,
-        "hidden": hidden, "proximal_mu": settings.proximal_mu,
+        "hidden": hidden, "proximal_mu": settings.proximal_mu, "distill": settings.distill,
         "fraction": float(meta.get("participation", 1.0)),
         "continual": metric == "task_accuracy",
         "watch": "client_accuracy" if metric == "client_accuracy" else "accuracy",
@@ -81,11 +85,19 @@ def run(modules: dict[str, str], data: bytes, config: dict, task: BenchTask) -> 
     """Run a codebase and score it; the record a report reads."""
     result = simulate(modules, data, config)
     history = json.loads(result.metrics)["rounds"] if result.metrics else []
+    problems = list(result.diagnosis.problems)
+    scored = {}
+    if result.diagnosis.ok:
+        try:
+            scored = score(task, history, config)
+        except (KeyError, IndexError, TypeError, ValueError) as error:
+            problems.append(
+                f"metrics.json cannot give the task's metric ({error!r} missing)"
+            )
     return {
         "task": task.id, "strategy": config["strategy"], "seed": config["seed"],
-        "verdict": result.diagnosis.verdict, "problems": list(result.diagnosis.problems),
-        "seconds": result.outcome.seconds, "rounds": history,
-        **(score(task, history, config) if result.diagnosis.ok else {}),
+        "verdict": result.diagnosis.verdict if not problems else "FAIL", "problems": problems,
+        "seconds": result.outcome.seconds, "rounds": history, **scored,
     }  # fmt: skip
 
 

@@ -22,7 +22,9 @@ from evoflow.sandbox import Outcome
 RESULTS = re.compile(r"received (\d+) results and (\d+) failures", re.IGNORECASE)
 PARTICIPATION = re.compile(r"participation: (\d+) training replies in (\d+) rounds")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-APP_ERROR = re.compile(r"(ClientApp|ServerApp)[^\n]*(exception|error)", re.IGNORECASE)
+# Flower's log lines at level ERROR ("ERROR :  ..."; the runtime logs a ClientApp's
+# exception so), not any line that happens to contain the word
+APP_ERROR = re.compile(r"^\s*ERROR\b[ :]+(.*)$", re.MULTILINE)
 STOPPED = {
     "timeout": "the run passed its time limit and was killed",
     "memory": "the run passed its memory limit",
@@ -89,8 +91,9 @@ def _runtime(outcome: Outcome, log: str) -> list[str]:
     error = _last_error(log)
     if error:
         problems.append(f"it raised {error}")
-    if APP_ERROR.search(log):
-        problems.append("a ClientApp or ServerApp raised an exception (see the log)")
+    logged = APP_ERROR.search(log)
+    if logged:
+        problems.append(f"Flower logged an error: {logged.group(1).strip()[:200]}")
     failures = [(int(n), int(m)) for n, m in RESULTS.findall(log) if int(m) > 0]
     if failures:
         n, m = failures[0]

@@ -13,6 +13,7 @@ reason; the code is not run again unchanged).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -41,16 +42,16 @@ def refine(folder: Path, modules: dict[str, str], data: bytes, config: dict, llm
     status_file = folder / "status.json"
     if status_file.exists():
         return json.loads(status_file.read_text())
-    number, record = _last_attempt(folder)
+    inputs = _inputs(modules, data, config, judge)
+    number, record = _last_attempt(folder, inputs)
     while record is None or (
         record["diagnosis"]["verdict"] != "SUCCESS" and number < budget
     ):
         number = 0 if record is None else number + 1
         if number > 0:
             modules = codebase.load(folder / f"attempt={number - 1}" / "code")
-        record = _attempt(
-            folder, number, modules, data, config, llm, limits, record, judge
-        )
+        record = _attempt(folder, number, modules, (data, config, inputs), llm, limits,
+                          record, judge)  # fmt: skip
     verdict = (
         "SUCCESS" if record["diagnosis"]["verdict"] == "SUCCESS" else "FAIL_BUDGET"
     )
@@ -60,10 +61,10 @@ def refine(folder: Path, modules: dict[str, str], data: bytes, config: dict, llm
     return json.loads(status_file.read_text())
 
 
-def _attempt(
-    folder, number, modules, data, config, llm, limits, previous, plan
-) -> dict:
-    """Repair (from attempt ≥ 1 on), run, diagnose, and save one attempt."""
+def _attempt(folder, number, modules, run_inputs, llm, limits, previous, plan) -> dict:
+    """Repair (from attempt ≥ 1 on), run, diagnose, and save one attempt;
+    ``run_inputs`` is (data, config, the loop's inputs hash)."""
+    data, config, inputs = run_inputs
     diagnosis, log, metrics, seconds = None, "", None, 0.0
     if previous is not None:
         try:
@@ -71,8 +72,13 @@ def _attempt(
                 modules, previous["report"], previous["log_tail"]))  # fmt: skip
             modules = {**modules, **agents.parse_patch(reply)}
         except (ReplyError, PolicyError) as error:
-            log = f"the repair could not be used: {error}"
-            diagnosis = Diagnosis("FAIL", 1, (log,))
+            # the code is unchanged: keep the last run's problems and log for the next try
+            reason = f"the repair could not be used: {error}"
+            before = tuple(previous["diagnosis"]["problems"])
+            diagnosis = Diagnosis(
+                "FAIL", previous["diagnosis"]["level"] or 1, (reason, *before)
+            )
+            log = previous["log_tail"] + f"\n{reason}"
     if diagnosis is None:
         run = simulate(modules, data, config, limits)
         diagnosis, log, metrics, seconds = (
@@ -85,7 +91,7 @@ def _attempt(
             diagnosis = _judge(llm, plan, modules, metrics)
     record = {"attempt": number, "diagnosis": asdict(diagnosis), "report": diagnosis.report(),
               "log_tail": log[-LOG_TAIL:], "seconds": seconds, "repaired": previous is not None,
-              "accuracy": _final_accuracy(metrics)}  # fmt: skip
+              "accuracy": _final_accuracy(metrics), "inputs": inputs}  # fmt: skip
     _save(folder / f"attempt={number}", modules, log, metrics, record)
     return record
 
@@ -119,14 +125,23 @@ def _save(target: Path, modules, log: str, metrics: bytes | None, record: dict) 
     os.replace(scratch, target)
 
 
-def _last_attempt(folder: Path) -> tuple[int, dict | None]:
-    done = sorted(int(p.name.split("=")[1]) for p in folder.glob("attempt=*")
-                  if (p / "attempt.json").exists())  # fmt: skip
-    if not done:
-        return -1, None
-    return done[-1], json.loads(
-        (folder / f"attempt={done[-1]}" / "attempt.json").read_text()
-    )
+def _inputs(
+    modules: dict[str, str], data: bytes, config: dict, judge: str | None
+) -> str:
+    """What a loop starts from, hashed: attempts of another start are not resumed."""
+    blob = json.dumps([modules, config, judge], sort_keys=True).encode() + data
+    return hashlib.sha256(blob).hexdigest()
+
+
+def _last_attempt(folder: Path, inputs: str) -> tuple[int, dict | None]:
+    """The last attempt saved for these inputs; attempts left by a loop that
+    started from other code, data or settings are removed."""
+    saved = attempts(folder)
+    if saved and saved[0].get("inputs") != inputs:
+        for path in folder.glob("attempt=*"):
+            shutil.rmtree(path)
+        saved = []
+    return (saved[-1]["attempt"], saved[-1]) if saved else (-1, None)
 
 
 def attempts(folder: Path) -> list[dict]:

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evoflow.atomic import atomic_path, write_json
-from evoflow.helmsman import benchmark, codebase, partitions
+from evoflow.helmsman import benchmark, codebase, datafile, partitions
 from evoflow.helmsman.approval import make_approver
 from evoflow.helmsman.bench import get_task
 from evoflow.helmsman.benchmark import BenchSettings
@@ -34,15 +34,15 @@ def make_data(task_id: str, seeds: list[int], outputs: list[Path],
     file (checked, then copied; its split is fixed) when ``source`` is given."""
     for seed, output in zip(seeds, outputs, strict=True):
         data = (
-            partitions.load(source)
+            datafile.load(source)
             if source
             else partitions.build(get_task(task_id), seed)
         )
-        partitions.save(data, output)
+        datafile.save(data, output)
 
 
 def _meta(data: Path) -> dict:
-    loaded = partitions.load(data)
+    loaded = datafile.load(data)
     return {**loaded.meta, "num_clients": len(loaded.clients)}
 
 

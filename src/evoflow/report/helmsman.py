@@ -34,7 +34,7 @@ from evoflow.report.tables import md_row
 REFERENCE = REPO_ROOT / "data" / "reference"
 COLUMNS = ("fedavg", "fedprox", "specialised", "generated")
 TITLES = {"fedavg": "FedAvg", "fedprox": "FedProx", "specialised": "Specialised",
-          "generated": "Ours (agents)"}  # fmt: skip
+          "generated": "Ours (agents)", "fedlwf": "FedLwF"}  # fmt: skip
 
 
 def _reference(name: str) -> list[dict]:
@@ -85,7 +85,7 @@ def q16_table(found: dict) -> list[list[str]]:
         out.append(
             [row["method"], row["acc_tasks5"], row["forgetting_tasks5"], "paper"]
         )
-    for column in ("fedavg", "fedprox", "generated"):
+    for column in ("fedavg", "fedprox", "fedlwf", "generated"):
         records = found.get(("Q16", column), [])
         if records:
             out.append([TITLES[column], cell(records), cell(records, "forgetting"),
@@ -116,7 +116,7 @@ def agents_table(folder: str, settings: dict) -> list[list[str]]:
 def completion_table(found: dict, tasks: list[str]) -> list[list[str]]:
     """Per baseline: tasks run, tasks whose every seed passed, mean seconds."""
     out = [["strategy", "tasks run", "tasks completed", "mean wall time per run (s)"]]
-    for column in COLUMNS:
+    for column in (*COLUMNS, "fedlwf"):
         records = [(t, r) for t in tasks for r in found.get((t, column), [])]
         if not records:
             continue

@@ -96,24 +96,44 @@ def init_model(inputs: int, classes: int, hidden: int, seed: int) -> list[np.nda
     return [w1, np.zeros(hidden, np.float32), w2, np.zeros(classes, np.float32)]
 
 
-def forward(weights: list[np.ndarray], x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Hidden activations and class probabilities."""
+def logits_of(
+    weights: list[np.ndarray], x: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Hidden activations and class logits."""
     w1, b1, w2, b2 = weights
     hidden = np.maximum(x @ w1 + b1, 0)
-    logits = hidden @ w2 + b2
-    logits -= logits.max(axis=1, keepdims=True)
-    probs = np.exp(logits)
-    return hidden, probs / probs.sum(axis=1, keepdims=True)
+    return hidden, hidden @ w2 + b2
 
 
-def gradients(weights, x, y) -> tuple[float, list[np.ndarray]]:
-    """Mean cross-entropy and its gradient."""
-    w1, _, w2, _ = weights
-    hidden, probs = forward(weights, x)
-    n = len(y)
+def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
+    scaled = logits / temperature
+    scaled = scaled - scaled.max(axis=1, keepdims=True)
+    exp = np.exp(scaled)
+    return exp / exp.sum(axis=1, keepdims=True)
+
+
+def forward(weights: list[np.ndarray], x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Hidden activations and class probabilities."""
+    hidden, logits = logits_of(weights, x)
+    return hidden, softmax(logits)
+
+
+def gradients(weights, x, y, teacher=None, distill: float = 0.0,
+              temperature: float = 2.0) -> tuple[float, list[np.ndarray]]:  # fmt: skip
+    """Mean cross-entropy and its gradient; with a ``teacher`` model, plus
+    ``distill`` × T² × KL(teacher ‖ model) at temperature T (LwF's term)."""
+    w2 = weights[2]
+    hidden, logits = logits_of(weights, x)
+    probs, n = softmax(logits), len(y)
     loss = float(-np.log(probs[np.arange(n), y] + 1e-12).mean())
     d_logits = probs.copy()
     d_logits[np.arange(n), y] -= 1
+    if teacher is not None and distill > 0:
+        target = softmax(logits_of(teacher, x)[1], temperature)
+        mine = softmax(logits, temperature)
+        kl = (target * (np.log(target + 1e-12) - np.log(mine + 1e-12))).sum(1).mean()
+        loss += float(distill * temperature**2 * kl)
+        d_logits += distill * temperature * (mine - target)
     d_logits /= n
     d_hidden = (d_logits @ w2.T) * (hidden > 0)
     return loss, [x.T @ d_hidden, d_hidden.sum(0), hidden.T @ d_logits, d_logits.sum(0)]
@@ -125,9 +145,11 @@ def local_steps(samples: int, epochs: float, batch: int) -> int:
 
 
 def train(weights, x, y, steps: int, lr: float, batch: int, seed: int,
-          proximal_mu: float = 0.0) -> tuple[list[np.ndarray], float]:  # fmt: skip
+          proximal_mu: float = 0.0, teacher=None,
+          distill: float = 0.0) -> tuple[list[np.ndarray], float]:  # fmt: skip
     """``steps`` minibatch SGD steps; with ``proximal_mu`` > 0 each step adds
-    FedProx's pull towards the weights it started from."""
+    FedProx's pull towards the weights it started from; with a ``teacher``,
+    LwF's distillation term (``gradients``)."""
     if len(y) == 0:
         return [w.copy() for w in weights], 0.0
     start = [w.copy() for w in weights]
@@ -136,7 +158,7 @@ def train(weights, x, y, steps: int, lr: float, batch: int, seed: int,
     losses = []
     for _ in range(steps):
         pick = rng.choice(len(y), size=min(batch, len(y)), replace=False)
-        loss, grads = gradients(weights, x[pick], y[pick])
+        loss, grads = gradients(weights, x[pick], y[pick], teacher, distill)
         for w, g, w0 in zip(weights, grads, start, strict=True):
             w -= lr * (g + proximal_mu * (w - w0))
         losses.append(loss)
@@ -144,13 +166,14 @@ def train(weights, x, y, steps: int, lr: float, batch: int, seed: int,
 
 
 def local_sgd(weights, x, y, config: dict, server_round: int, partition: int,
-              mu: float = 0.0) -> tuple[list[np.ndarray], float, int]:  # fmt: skip
+              mu: float = 0.0, teacher=None) -> tuple[list[np.ndarray], float, int]:  # fmt: skip
     """A client's local work: SGD for ``local_epochs`` passes over its data,
     seeded by run, round and client; (weights, mean loss, steps)."""
     steps = local_steps(len(y), float(config["local_epochs"]), int(config["batch"]))
     seed = int(config["seed"]) * 100_000 + server_round * 100 + partition
     trained, loss = train(weights, x, y, steps, float(config["lr"]), int(config["batch"]),
-                          seed, proximal_mu=mu)  # fmt: skip
+                          seed, proximal_mu=mu, teacher=teacher,
+                          distill=float(config.get("distill", 0.0)))  # fmt: skip
     return trained, loss, steps
 
 

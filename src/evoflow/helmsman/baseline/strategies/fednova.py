@@ -24,6 +24,8 @@ class FedNova(FedAvg):
         if not valid:
             return None, None
         counts = np.array([float(m.content["metrics"]["num-examples"]) for m in valid])
+        if counts.sum() == 0:  # nobody trained on anything: the model stays
+            return ArrayRecord(self._global), MetricRecord({"train_loss": 0.0})
         taus = np.array([float(m.content["metrics"]["steps"]) for m in valid])
         shares = counts / counts.sum()
         tau_eff = float((shares * taus).sum())

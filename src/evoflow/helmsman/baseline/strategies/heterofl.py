@@ -34,7 +34,9 @@ class HeteroFL(FedAvg):
                 mass[i][region] += n
         merged = [np.where(m > 0, s / np.maximum(m, 1e-12), g).astype(np.float32)
                   for s, m, g in zip(sums, mass, self._global, strict=True)]  # fmt: skip
-        loss = float(np.mean([m.content["metrics"]["train_loss"] for m in valid]))
+        counts = [float(m.content["metrics"]["num-examples"]) for m in valid]
+        losses = [float(m.content["metrics"]["train_loss"]) for m in valid]
+        loss = float(np.average(losses, weights=counts)) if sum(counts) else 0.0
         return ArrayRecord(merged), MetricRecord({"train_loss": loss})
 
 
