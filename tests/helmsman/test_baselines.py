@@ -123,12 +123,9 @@ def _strategy_module(name: str, monkeypatch):
     return __import__(name)
 
 
-def test_heterofl_averages_each_weight_over_the_clients_that_hold_it(monkeypatch):
-    from flwr.app import ArrayRecord, Message, MetricRecord, RecordDict
-    from flwr.supercore.task_identity import TaskIdentity
-
-    for field in ("_task_id", "_run_id", "_node_id"):  # messages are made inside a run
-        monkeypatch.setattr(TaskIdentity, field, 1)
+def test_heterofl_averages_each_weight_over_the_clients_that_hold_it(
+    monkeypatch, in_a_run
+):
     heterofl = _strategy_module("heterofl", monkeypatch)
     strategy = heterofl.HeteroFL(min_available_nodes=1)
     strategy._global = [
@@ -144,12 +141,8 @@ def test_heterofl_averages_each_weight_over_the_clients_that_hold_it(monkeypatch
         np.full((2, 1), 4.0),
         np.full(1, 4.0),
     ]
-    replies = [
-        Message(RecordDict({"arrays": ArrayRecord(arrays),
-                            "metrics": MetricRecord({"num-examples": n, "train_loss": 0.0})}),
-                dst_node_id=1, message_type="train")
-        for arrays, n in ((full, 1), (half, 3))
-    ]  # fmt: skip
+    replies = [_reply(arrays, **{"num-examples": n, "train_loss": 0.0})
+               for arrays, n in ((full, 1), (half, 3))]  # fmt: skip
     merged, _ = strategy.aggregate_train(1, replies)
     w1 = merged.to_numpy_ndarrays()[0]
     # the first two hidden units: (1*1 + 3*4) / 4 = 3.25; the others: the full client's 1.0

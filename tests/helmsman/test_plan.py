@@ -24,10 +24,10 @@ PLAN = ("## Summary\nFedAvg over 15 phones.\n## Challenges\nlong tail\n## Tasks\
 ORIGINAL = ("I need to deploy image recognition across 15 smartphones. Each client holds "
             "CIFAR-10-LT data with a long-tail class imbalance. Build a federated learning "
             "framework training a MobileNet model, evaluated by top-1 test accuracy.")  # fmt: skip
-PARAPHRASED = ("I want to train a MobileNet model on 15 mobile devices that have unbalanced "
-               "CIFAR-10-LT data, and measure the test accuracy.")  # fmt: skip
+PARAPHRASED = ("Fit a MobileNet across 15 mobile devices whose CIFAR-10-LT images are "
+               "skewed towards a few classes; report its accuracy on held-out images.")  # fmt: skip
 INCOMPLETE = (
-    "I need federated learning for 15 phones with imbalanced data. Model is MobileNet."
+    "Federated training over 15 phones whose data are skewed, with a MobileNet."
 )
 OUT_OF_SCHEMA = "Hello world!!!@#$#$%"
 

@@ -78,15 +78,28 @@ def reflector(query: str, plan: str) -> list[dict]:
     return [{"role": "user", "content": text}]
 
 
-def parse_reflection(reply: str) -> tuple[bool, str]:
-    """(complete, feedback)."""
+def _verdict(reply: str, yes: str, no: str, what: str) -> tuple[bool, str]:
+    """A reply whose first line starts with ``yes`` or ``no``: (yes?, the
+    rest — after ``no``, what follows a colon on the first line too)."""
     first, _, rest = reply.strip().partition("\n")
     word = first.strip().strip("*:# ").upper()
-    if word.startswith("INCOMPLETE"):
+    if word.startswith(no):
         return False, (first.partition(":")[2] + "\n" + rest).strip()
-    if word.startswith("COMPLETE"):
+    if word.startswith(yes):
         return True, rest.strip()
-    raise ReplyError("the reflection does not start with COMPLETE or INCOMPLETE")
+    raise ReplyError(f"the {what} does not start with {yes} or {no}")
+
+
+def _listing(modules: dict[str, str]) -> str:
+    """Modules shown to an agent, each in a fenced block under its name."""
+    return "\n\n".join(
+        f"{name}:\n```python\n{code}```" for name, code in modules.items()
+    )
+
+
+def parse_reflection(reply: str) -> tuple[bool, str]:
+    """(complete, feedback)."""
+    return _verdict(reply, "COMPLETE", "INCOMPLETE", "reflection")
 
 
 def supervisor(plan: str) -> list[dict]:
@@ -112,9 +125,7 @@ def parse_blueprint(reply: str) -> dict[str, str]:
 
 
 def coder(module: str, plan: str, spec: str, written: dict[str, str]) -> list[dict]:
-    others = "\n\n".join(
-        f"{name}:\n```python\n{code}```" for name, code in written.items()
-    )
+    others = _listing(written)
     text = (f"Plan:\n{plan}\n\n{CONTRACT}\n\nWrite {module}. Its spec: {spec}\n\n"
             + (f"Modules written so far:\n{others}\n\n" if others else "")
             + f"Reply with the whole of {module} in one ```python block.")  # fmt: skip
@@ -152,9 +163,7 @@ def parse_module(reply: str) -> str:
 
 
 def judge(plan: str, modules: dict[str, str], metrics: str) -> list[dict]:
-    code = "\n\n".join(
-        f"{name}:\n```python\n{text}```" for name, text in modules.items()
-    )
+    code = _listing(modules)
     text = (f"Approved plan:\n{plan}\n\nThe codebase:\n{code}\n\nIts metrics.json:\n"
             f"{metrics[:4000]}\n\nDoes the code do what the plan asks (algorithm, data split, "
             "model, metric), and do the metrics look sound? Answer PASS or FAIL on the first "
@@ -164,21 +173,12 @@ def judge(plan: str, modules: dict[str, str], metrics: str) -> list[dict]:
 
 def parse_judgement(reply: str) -> tuple[bool, str]:
     """(passed, reason)."""
-    first, _, rest = reply.strip().partition("\n")
-    word = first.strip().strip("*:# ").upper()
-    if word.startswith("PASS"):
-        return True, rest.strip()
-    if word.startswith("FAIL"):
-        return False, (
-            first.partition(":")[2] + "\n" + rest
-        ).strip() or "no reason given"
-    raise ReplyError("the judgement does not start with PASS or FAIL")
+    passed, reason = _verdict(reply, "PASS", "FAIL", "judgement")
+    return passed, reason or ("" if passed else "no reason given")
 
 
 def debugger(modules: dict[str, str], report: str, log_tail: str) -> list[dict]:
-    code = "\n\n".join(
-        f"{name}:\n```python\n{text}```" for name, text in modules.items()
-    )
+    code = _listing(modules)
     text = (f"{CONTRACT}\n\nThe codebase:\n{code}\n\nIts run was diagnosed:\n{report}\n\n"
             f"End of its log:\n{log_tail}\n\nFix it with targeted changes that keep the "
             "functions' signatures. Reply with each module you change, whole, in a "
