@@ -49,3 +49,12 @@ def uneven_npz() -> bytes:
 def run_config() -> dict:
     return {"strategy": "fedavg", "clients": 4, "rounds": 8, "local_epochs": 1, "lr": 0.1,
             "batch": 32, "hidden": 32, "seed": 0, "fraction": 1.0}  # fmt: skip
+
+
+@pytest.fixture()
+def in_a_run(monkeypatch):
+    """Flower messages may only be made inside a run: pretend to be in one."""
+    from flwr.supercore.task_identity import TaskIdentity
+
+    for field in ("_task_id", "_run_id", "_node_id"):
+        monkeypatch.setattr(TaskIdentity, field, 1)

@@ -17,6 +17,7 @@ import torch
 from evoflow.helmsman import codebase
 from evoflow.helmsman.simulate import simulate
 from evoflow.sandbox import Limits
+from tests.helmsman.flower_parts import reply, strategy_module
 
 FAST = Limits(seconds=60, memory_mb=4096, output_kb=4096)
 
@@ -113,20 +114,10 @@ def test_baselines_differ_in_their_strategy_module_only():
         codebase.baseline("fedsgd")
 
 
-def _strategy_module(name: str, monkeypatch):
-    """Import a baseline strategy module the way the sandbox does."""
-    folder = codebase.resources.files("evoflow.helmsman") / "baseline"
-    monkeypatch.syspath_prepend(str(folder))
-    monkeypatch.syspath_prepend(str(folder / "strategies"))
-    for module in ("task", name):
-        sys.modules.pop(module, None)
-    return __import__(name)
-
-
 def test_heterofl_averages_each_weight_over_the_clients_that_hold_it(
     monkeypatch, in_a_run
 ):
-    heterofl = _strategy_module("heterofl", monkeypatch)
+    heterofl = strategy_module("heterofl", monkeypatch)
     strategy = heterofl.HeteroFL(min_available_nodes=1)
     strategy._global = [
         np.full((2, 4), 9.0),
@@ -141,7 +132,7 @@ def test_heterofl_averages_each_weight_over_the_clients_that_hold_it(
         np.full((2, 1), 4.0),
         np.full(1, 4.0),
     ]
-    replies = [_reply(arrays, **{"num-examples": n, "train_loss": 0.0})
+    replies = [reply(arrays, **{"num-examples": n, "train_loss": 0.0})
                for arrays, n in ((full, 1), (half, 3))]  # fmt: skip
     merged, _ = strategy.aggregate_train(1, replies)
     w1 = merged.to_numpy_ndarrays()[0]
@@ -160,9 +151,8 @@ def test_each_baseline_learns_digits(strategy, digits_npz, run_config):
     run = simulate(codebase.baseline(strategy), digits_npz, run_config, FAST)
     assert run.diagnosis.ok, run.diagnosis.report()
     rounds = json.loads(run.metrics)["rounds"]
-    key = (
-        "client_accuracy" if strategy == "fedper" else "accuracy"
-    )  # FedPer: personal heads
+    # FedPer's heads and FedWeIT's masks and adaptive weights are personal
+    key = "client_accuracy" if strategy in ("fedper", "fedweit") else "accuracy"
     first, last = rounds[0].get(key, rounds[0]["accuracy"]), rounds[-1][key]
     assert first < 0.3 and last > 0.8, (first, last)
 
@@ -194,29 +184,13 @@ def test_fedlwf_forgets_less_than_fedavg_on_split_digits(tmp_path):
     assert scored["fedlwf"]["metric"] > scored["fedavg"]["metric"]
 
 
-def _reply(arrays, **metrics):
-    from flwr.app import ArrayRecord, Message, MetricRecord, RecordDict
-
-    content = RecordDict({"arrays": ArrayRecord([np.asarray(a, dtype=np.float64) for a in arrays]),
-                          "metrics": MetricRecord(metrics)})  # fmt: skip
-    return Message(content, dst_node_id=1, message_type="train")
-
-
-@pytest.fixture()
-def in_a_run(monkeypatch):
-    from flwr.supercore.task_identity import TaskIdentity
-
-    for field in ("_task_id", "_run_id", "_node_id"):  # messages are made inside a run
-        monkeypatch.setattr(TaskIdentity, field, 1)
-
-
 def test_fednova_steps_by_the_normalised_average_worked_by_hand(monkeypatch, in_a_run):
-    fednova = _strategy_module("fednova", monkeypatch)
+    fednova = strategy_module("fednova", monkeypatch)
     strategy = fednova.FedNova(min_available_nodes=1)
     strategy._global = [np.array([10.0])]
     # client a: n=1, tau=1, update 2; client b: n=3, tau=4, update 4 (1 per step)
-    replies = [_reply([[2.0]], **{"num-examples": 1, "steps": 1, "train_loss": 0.0}),
-               _reply([[4.0]], **{"num-examples": 3, "steps": 4, "train_loss": 0.0})]  # fmt: skip
+    replies = [reply([[2.0]], **{"num-examples": 1, "steps": 1, "train_loss": 0.0}),
+               reply([[4.0]], **{"num-examples": 3, "steps": 4, "train_loss": 0.0})]  # fmt: skip
     merged, _ = strategy.aggregate_train(1, replies)
     # tau_eff = 1/4*1 + 3/4*4 = 3.25; step = 3.25 * (1/4*2/1 + 3/4*4/4) = 4.0625
     # (FedAvg's step would be 1/4*2 + 3/4*4 = 3.5)
@@ -226,7 +200,7 @@ def test_fednova_steps_by_the_normalised_average_worked_by_hand(monkeypatch, in_
 def test_fedper_keeps_each_head_on_its_client(monkeypatch):
     from flwr.app import RecordDict
 
-    fedper = _strategy_module("fedper", monkeypatch)
+    fedper = strategy_module("fedper", monkeypatch)
     task = sys.modules["task"]
     rng = np.random.default_rng(0)
     x, y = rng.random((40, 6)).astype(np.float32), rng.integers(0, 3, 40)
@@ -247,7 +221,7 @@ def test_fedper_keeps_each_head_on_its_client(monkeypatch):
 
 
 def test_fedprox_local_steps_match_autograd_of_the_proximal_objective(monkeypatch):
-    _strategy_module("fedprox", monkeypatch)
+    strategy_module("fedprox", monkeypatch)
     task = sys.modules["task"]
     rng = np.random.default_rng(1)
     x, y = rng.random((30, 4)).astype(np.float32), rng.integers(0, 3, 30)

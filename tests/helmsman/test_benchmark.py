@@ -52,11 +52,7 @@ def test_the_specialised_baseline_per_task():
     assert baselines(get_task("Q5"))[-1] == "fednova"
     assert baselines(get_task("Q9"))[-1] == "heterofl"
     assert baselines(get_task("Q13"))[-1] == "fedper"
-    assert baselines(get_task("Q16")) == [
-        "fedavg",
-        "fedprox",
-        "fedlwf",
-    ]  # FedWeIT: not ours
+    assert baselines(get_task("Q16")) == ["fedavg", "fedprox", "fedweit", "fedlwf"]
 
 
 def test_narrow_clients_limit_the_other_baselines_model():

@@ -32,9 +32,11 @@ def test_every_baseline_ran_and_scored_its_task(run):
         (run / f"{HELM}/Q16/baseline=fedavg/seed=0/run.json").read_text()
     )
     assert 0 <= continual["forgetting"] <= 1 and "metric" in continual
-    assert not (
-        run / f"{HELM}/Q16/baseline=fednova"
-    ).exists()  # Q16's specialised: FedWeIT
+    assert not (run / f"{HELM}/Q16/baseline=fednova").exists()
+    weit = json.loads(
+        (run / f"{HELM}/Q16/baseline=fedweit/seed=0/run.json").read_text()
+    )
+    assert weit["verdict"] == "SUCCESS", weit["problems"]  # Q16's specialised: FedWeIT
 
 
 def test_the_agents_phases_leave_their_artifacts(run):

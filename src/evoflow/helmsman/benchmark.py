@@ -4,7 +4,7 @@ read from the run's ``metrics.json``.
 
 Baselines share every module but ``strategy.py``: FedAvg, FedProx and the
 paper's specialised method where we have it (``SPECIALISED``). The paper's
-other specialised methods (FedNS, FAST, FedWeIT) are not reproduced; their
+other specialised methods (FedNS, FAST) are not reproduced; their
 tasks have no specialised row.
 """
 
@@ -18,9 +18,10 @@ import numpy as np
 from evoflow.helmsman.bench import BenchTask
 from evoflow.helmsman.simulate import simulate
 
-SPECIALISED = {"FedNova": "fednova", "HeteroFL": "heterofl", "FedPer": "fedper"}
+SPECIALISED = {"FedNova": "fednova", "HeteroFL": "heterofl", "FedPer": "fedper",
+               "FedWeIT": "fedweit"}  # fmt: skip
 GENERAL = ("fedavg", "fedprox")
-CONTINUAL = ("fedlwf",)  # beside the paper's Table 5 rows (FedWeIT: not reproduced)
+CONTINUAL = ("fedlwf",)  # beside the paper's Table 5 rows
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,8 @@ class BenchSettings:
     hidden: int = 64
     proximal_mu: float = 0.01
     distill: float = 1.0  # FedLwF's weight of the distillation term (LwF's default)
+    weit_l1: float = 1e-4  # FedWeIT's sparsity weight λ1 on masks and adaptive weights
+    weit_retro: float = 1.0  # FedWeIT's drift penalty λ2 on the base
     seeds: tuple[int, ...] = field(default=(0,))
 
     @classmethod
@@ -75,6 +78,7 @@ def run_config(task: BenchTask | None, meta: dict, settings: BenchSettings, seed
         "clients": int(meta["num_clients"]), "rounds": settings.rounds,
         "local_epochs": settings.local_epochs, "lr": settings.lr, "batch": settings.batch,
         "hidden": hidden, "proximal_mu": settings.proximal_mu, "distill": settings.distill,
+        "weit_l1": settings.weit_l1, "weit_retro": settings.weit_retro,
         "fraction": float(meta.get("participation", 1.0)),
         "continual": metric == "task_accuracy",
         "watch": "client_accuracy" if metric == "client_accuracy" else "accuracy",

@@ -39,7 +39,22 @@ def evaluate(msg: Message, context: Context) -> Message:
         model, arrays["x_test"], arrays["y_test"].astype("int64")
     )
     # every client weighs 1: the aggregate is the average client accuracy
-    metrics = MetricRecord(
-        {"client_accuracy": accuracy, "client_loss": loss, "num-examples": 1}
-    )
-    return Message(RecordDict({"metrics": metrics}), reply_to=msg)
+    metrics = {"client_accuracy": accuracy, "client_loss": loss, "num-examples": 1}
+    if hasattr(strategy, "task_model"):
+        metrics |= _per_task(msg.content["arrays"].to_numpy_ndarrays(), context.state)
+    return Message(RecordDict({"metrics": MetricRecord(metrics)}), reply_to=msg)
+
+
+def _per_task(weights, state) -> dict:
+    """A strategy with one model per task (FedWeIT) is scored by each
+    client on the global test set's part of every task, with that task's
+    model: ``task_accuracy_<j>``."""
+    x_test, y_test, tasks = task.load_tests()
+    if tasks is None:
+        return {}
+    return {
+        f"task_accuracy_{j}": task.evaluate(
+            strategy.task_model(weights, state, j), x_test[tasks == j], y_test[tasks == j]
+        )[1]
+        for j in range(int(tasks.max()) + 1)
+    }

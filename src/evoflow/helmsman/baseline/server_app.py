@@ -45,10 +45,20 @@ def main(grid: Grid, context: Context) -> None:
     clients = result.evaluate_metrics_clientapp
     for record in history:
         if record["round"] in clients:
-            record["client_accuracy"] = float(
-                clients[record["round"]]["client_accuracy"]
-            )
+            _from_clients(record, clients[record["round"]])
     _write("metrics.json", {"strategy": strategy.NAME, "rounds": history})
+
+
+def _from_clients(record: dict, metrics) -> None:
+    """The clients' averages into a round's record; where they score each
+    task with its own model (FedWeIT) their task accuracies replace the
+    global model's, and accuracy is their mean."""
+    record["client_accuracy"] = float(metrics["client_accuracy"])
+    if "task_accuracy" in record and "task_accuracy_0" in metrics:
+        record["task_accuracy"] = [
+            float(metrics[f"task_accuracy_{j}"]) for j in range(len(record["task_accuracy"]))
+        ]
+        record["accuracy"] = sum(record["task_accuracy"]) / len(record["task_accuracy"])
 
 
 def _client_mean(model, clients: int) -> float:
