@@ -48,7 +48,8 @@ def test_each_task_scores_its_own_metric():
 
 def test_the_specialised_baseline_per_task():
     assert baselines(get_task("Q1")) == ["fedavg", "fedprox"]  # the paper names none
-    assert baselines(get_task("Q2")) == ["fedavg", "fedprox"]  # FedNS: not reproduced
+    assert baselines(get_task("Q2")) == ["fedavg", "fedprox", "fedns"]
+    assert baselines(get_task("Q14")) == ["fedavg", "fedprox"]  # FAST: not reproduced
     assert baselines(get_task("Q5"))[-1] == "fednova"
     assert baselines(get_task("Q9"))[-1] == "heterofl"
     assert baselines(get_task("Q13"))[-1] == "fedper"

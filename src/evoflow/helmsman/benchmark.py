@@ -4,7 +4,7 @@ read from the run's ``metrics.json``.
 
 Baselines share every module but ``strategy.py``: FedAvg, FedProx and the
 paper's specialised method where we have it (``SPECIALISED``). The paper's
-other specialised methods (FedNS, FAST) are not reproduced; their
+other specialised method, FAST, is not reproduced; its
 tasks have no specialised row.
 """
 
@@ -19,7 +19,7 @@ from evoflow.helmsman.bench import BenchTask
 from evoflow.helmsman.simulate import simulate
 
 SPECIALISED = {"FedNova": "fednova", "HeteroFL": "heterofl", "FedPer": "fedper",
-               "FedWeIT": "fedweit"}  # fmt: skip
+               "FedWeIT": "fedweit", "FedNS": "fedns"}  # fmt: skip
 GENERAL = ("fedavg", "fedprox")
 CONTINUAL = ("fedlwf",)  # beside the paper's Table 5 rows
 

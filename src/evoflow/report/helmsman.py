@@ -77,8 +77,14 @@ def main_table(found: dict, tasks: list[str]) -> list[list[str]]:
         out.append([paper["table"], task_id, paper["problem"], paper["dataset"],
                     task.substitute.partition, task.metric,
                     *(cell(found.get((task_id, c), [])) for c in COLUMNS),
-                    special or f"{task.specialised or 'none'} (not reproduced)"])  # fmt: skip
+                    _named(task, special)])  # fmt: skip
     return out
+
+
+def _named(task, special: str | None) -> str:
+    if special:
+        return special
+    return f"{task.specialised} (not reproduced)" if task.specialised else "none named"
 
 
 def q16_table(found: dict) -> list[list[str]]:
