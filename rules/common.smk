@@ -116,6 +116,7 @@ pooled_manifest = wired("pooled_manifest", "round")
 train_manifest = wired("train_manifest", "round", "env")
 buffer_inputs = wired("buffer_inputs", "round", "env")
 previous_comm = wired("previous_comm", "round")
+reference_adapter = wired("reference_adapter", "round")
 
 
 def rl_span_inputs(wildcards):

@@ -28,6 +28,7 @@ rule aggregate:
     input:
         clients=client_adapters,
         previous_comm=previous_comm,
+        reference=reference_adapter,
     output:
         adapter=directory(f"{RESULTS}/{{method}}/round={{round}}/global/adapter"),
         comm=f"{RESULTS}/{{method}}/round={{round}}/global/comm.json",
@@ -37,6 +38,10 @@ rule aggregate:
         method=methods_where(lambda kind: kind.federated),
     params:
         strategy=lambda wc: family(method_of(wc)).aggregation(method_of(wc)),
+        server=lambda wc: family(method_of(wc)).server_settings(method_of(wc)).to_dict(),
+        seed=config["seed"],
+        model=config["model"]["name"],
+        sft=lambda wc: method_of(wc).sft_for(1, ENVS[0]).to_dict(),
     conda:
         ENV
     script:

@@ -7,7 +7,6 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from evoflow.fed import aggregate_adapters, mean, weighted_mean
-from evoflow.fed.adapters import AdapterMismatch
 from evoflow.fed.aggregate import client_weights
 from evoflow.fed.comm import DecoderShape, lora_parameters, round_traffic
 
@@ -147,12 +146,27 @@ def test_weighted_ablation_with_no_explored_success_takes_the_mean(tmp_path):
         ({"base_model_name_or_path": "other"}, "base_model_name_or_path"),
     ],
 )
-def test_mismatched_adapters_are_refused(tmp_path, change, message):
-    good = write_adapter(tmp_path / "good", 1.0)
-    bad = write_adapter(tmp_path / "bad", 1.0, **change)
-    with pytest.raises(AdapterMismatch, match=message):
-        aggregate_adapters([good, bad], tmp_path / "g", tmp_path / "c.json")
-    assert not (tmp_path / "g").exists()
+def test_a_mismatched_client_is_refused_and_the_round_goes_on(
+    tmp_path, change, message
+):
+    good = [
+        write_adapter(tmp_path / f"client={k}" / "adapter", 1.0 + k) for k in range(2)
+    ]
+    bad = write_adapter(tmp_path / "client=odd" / "adapter", 9.0, **change)
+    record = aggregate_adapters([bad, *good], tmp_path / "g", tmp_path / "c.json")
+    assert record["participants"] == ["0", "1"] and list(record["refused"]) == ["odd"]
+    assert message in record["refused"]["odd"]
+    merged = load_file(tmp_path / "g" / "adapter_model.safetensors")
+    assert all(
+        t.abs().max() == pytest.approx(1.5) for t in merged.values()
+    )  # (1 + 2) / 2
+    with pytest.raises(
+        ValueError, match="no client adapter left"
+    ):  # refused by the global one
+        aggregate_adapters(
+            [bad], tmp_path / "g2", tmp_path / "c2.json", reference=good[0]
+        )
+    assert not (tmp_path / "g2").exists()
 
 
 def test_a_trajectory_path_cannot_be_aggregated(tmp_path):

@@ -292,3 +292,23 @@ def test_config_checks():
         SFTConfig(learning_rate=0)
     with pytest.raises(ValueError, match="lora_r"):
         SFTConfig(lora_r=0)
+
+
+def test_initial_adapter_is_what_a_fresh_training_starts_from(chats, tmp_path):
+    from evoflow.train.sft_trainer import initial_adapter
+
+    config = SFTConfig(
+        epochs=1, batch_size=2, max_length=512, learning_rate=1e-20, seed=11
+    )
+    train_sft(chats, "tiny-random-llama", tmp_path / "a", config, progress=False)
+    trained = load_file(
+        tmp_path / "a" / "adapter_model.safetensors"
+    )  # lr ~0: as it began
+    rebuilt = initial_adapter("tiny-random-llama", config)
+    assert trained.keys() == rebuilt.keys()
+    assert any(float(t.abs().sum()) > 0 for t in rebuilt.values())
+    assert all(
+        torch.allclose(trained[k], rebuilt[k], rtol=0, atol=1e-12) for k in trained
+    )
+    other = initial_adapter("tiny-random-llama", SFTConfig(seed=12))
+    assert not all(torch.equal(other[k], rebuilt[k]) for k in rebuilt)

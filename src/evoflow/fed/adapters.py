@@ -13,6 +13,7 @@ from evoflow.atomic import atomic_path
 
 CONFIG = "adapter_config.json"
 WEIGHTS = "adapter_model.safetensors"
+VELOCITY = "server_velocity.safetensors"  # FedAvgM's state, beside a global adapter
 # Fields that must agree for adapters to be averaged element-wise.
 MUST_MATCH = (
     "peft_type",
@@ -85,12 +86,18 @@ def check_compatible(adapters: list[Adapter]) -> None:
 
 
 def save_adapter(
-    folder: str | Path, config: dict, tensors: dict[str, torch.Tensor]
+    folder: str | Path,
+    config: dict,
+    tensors: dict[str, torch.Tensor],
+    velocity: dict[str, torch.Tensor] | None = None,
 ) -> Path:
-    """Write an adapter folder atomically (a reader sees all of it or none)."""
+    """Write an adapter folder atomically (a reader sees all of it or none);
+    with ``velocity``, the server's momentum beside the weights."""
     folder = Path(folder)
     with atomic_path(folder) as tmp:
         tmp.mkdir(parents=True)
         (tmp / CONFIG).write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
         save_file({k: v.contiguous() for k, v in tensors.items()}, tmp / WEIGHTS)
+        if velocity is not None:
+            save_file({k: v.contiguous() for k, v in velocity.items()}, tmp / VELOCITY)
     return folder

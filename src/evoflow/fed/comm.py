@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
+
 BYTES = {"fp32": 4, "bf16": 2}
 MIB = 2**20
 
@@ -42,12 +44,29 @@ def lora_parameters(shape: DecoderShape, rank: int) -> int:
     return per_block * shape.layers
 
 
-def round_traffic(parameters: int, clients: int) -> dict:
-    """Bytes per client and for the whole round, up and down, in fp32 and bf16."""
+PAPER_FP32_MIB = 76.25  # Fed-SE's per-client upload (Llama-2-7B, r = 8)
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+
+
+def over_the_wire(
+    state: dict[str, torch.Tensor], uplink: str
+) -> dict[str, torch.Tensor]:
+    """What the server receives of a client's fp32 adapter sent as ``uplink``
+    (bf16: rounded to bf16, then widened back for the average)."""
+    return {k: t.to(DTYPES[uplink]).to(t.dtype) for k, t in state.items()}
+
+
+def round_traffic(parameters: int, clients: int, uplink: str = "fp32") -> dict:
+    """Bytes per client and for the whole round, up and down, in fp32 and bf16;
+    ``uplink`` is the dtype the clients actually send (the paper's fp32 MiB
+    beside it)."""
     per_client = {d: parameters * b for d, b in BYTES.items()}
     return {
         "parameters_per_adapter": parameters,
         "clients": clients,
+        "uplink": uplink,
+        "uplink_bytes_per_client": per_client[uplink],
+        "paper_up_mib_fp32": PAPER_FP32_MIB,
         "per_client": {
             "up_bytes": per_client,
             "down_bytes": per_client,

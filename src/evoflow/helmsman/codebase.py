@@ -15,7 +15,16 @@ DATA = "data.npz"
 CONFIG = "run_config.json"
 
 
-STRATEGIES = ("fedavg", "fedprox", "fednova", "fedper", "heterofl", "fedlwf", "fedweit", "fedns")
+STRATEGIES = (
+    "fedavg",
+    "fedprox",
+    "fednova",
+    "fedper",
+    "heterofl",
+    "fedlwf",
+    "fedweit",
+    "fedns",
+)
 
 
 def baseline(strategy: str = "fedavg") -> dict[str, str]:

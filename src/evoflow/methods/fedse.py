@@ -43,6 +43,7 @@ seed is its own.
 
 from __future__ import annotations
 
+from evoflow.fed.settings import AggregationSettings
 from evoflow.methods.base import Kind, Method, buffer_sources, evaluation_files
 from evoflow.methods.layout import Layout
 
@@ -63,8 +64,12 @@ KINDS = (
 
 
 def resolve(config: dict, entry: dict) -> tuple[int, dict]:
-    """A method's rounds (its own, else ``fed.rounds``) and options (none)."""
-    return entry.get("rounds") or config["fed"]["rounds"], {}
+    """A method's rounds (its own, else ``fed.rounds``) and its server step
+    (``fed.aggregation`` with the entry's ``aggregation`` on top)."""
+    settings = AggregationSettings.from_config(config, entry)
+    return entry.get("rounds") or config["fed"]["rounds"], {
+        "aggregation": settings.to_dict()
+    }
 
 
 def trained_rounds(method: Method) -> list[int]:
@@ -134,6 +139,20 @@ def previous_comm(layout: Layout, method: Method, round: int) -> str | None:
 def aggregation(method: Method) -> str:
     """The server's strategy: weighted by explored successes, or the plain mean."""
     return "weighted" if method.kind.weighted else "mean"
+
+
+def server_settings(method: Method) -> AggregationSettings:
+    """The method's server step (the rest of ``fed.aggregation``)."""
+    return AggregationSettings(**method.options.get("aggregation", {}))
+
+
+def reference_adapter(layout: Layout, method: Method, round: int) -> list[str]:
+    """The adapter a round's clients started from, where the server step needs
+    it (DP, server momentum): last round's global adapter (round 1: none —
+    the script rebuilds the fresh LoRA every client started from)."""
+    if round <= 1 or not server_settings(method).needs_reference:
+        return []
+    return [layout.global_adapter(method.name, round - 1)]
 
 
 def eval_adapters(layout: Layout, method: Method, round: int, envs) -> dict[str, str]:

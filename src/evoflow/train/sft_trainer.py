@@ -129,6 +129,18 @@ def load_lora_model(model: str, config, init_adapter):
     return tokenizer, with_lora(base, config, init_adapter)
 
 
+def initial_adapter(model: str, config: SFTConfig) -> dict[str, torch.Tensor]:
+    """The fresh LoRA a training job with ``config`` (and no start adapter)
+    begins from, rebuilt from the same seed: what round 1's clients of a
+    federated method all start from."""
+    from peft import get_peft_model_state_dict
+
+    torch.manual_seed(config.seed)
+    _, peft_model = load_lora_model(model, config, None)
+    return {k: v.detach().to("cpu", torch.float32).clone()
+            for k, v in get_peft_model_state_dict(peft_model).items()}  # fmt: skip
+
+
 def _device(model) -> torch.device:
     return next(model.parameters()).device
 

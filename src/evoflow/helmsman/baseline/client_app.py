@@ -54,7 +54,9 @@ def _per_task(weights, state) -> dict:
         return {}
     return {
         f"task_accuracy_{j}": task.evaluate(
-            strategy.task_model(weights, state, j), x_test[tasks == j], y_test[tasks == j]
+            strategy.task_model(weights, state, j),
+            x_test[tasks == j],
+            y_test[tasks == j],
         )[1]
         for j in range(int(tasks.max()) + 1)
     }

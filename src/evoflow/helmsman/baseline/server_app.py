@@ -56,7 +56,8 @@ def _from_clients(record: dict, metrics) -> None:
     record["client_accuracy"] = float(metrics["client_accuracy"])
     if "task_accuracy" in record and "task_accuracy_0" in metrics:
         record["task_accuracy"] = [
-            float(metrics[f"task_accuracy_{j}"]) for j in range(len(record["task_accuracy"]))
+            float(metrics[f"task_accuracy_{j}"])
+            for j in range(len(record["task_accuracy"]))
         ]
         record["accuracy"] = sum(record["task_accuracy"]) / len(record["task_accuracy"])
 

@@ -1,0 +1,99 @@
+"""Which client adapters a round's average takes: those sampled for the
+round, that finished before the straggler deadline, and whose adapter fits
+the global one (same rank, targets, base model, shapes). The others are
+named in comm.json with the reason, and the round goes on without them."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+from evoflow.fed.adapters import (
+    MUST_MATCH,
+    Adapter,
+    AdapterMismatch,
+    check_compatible,
+    load_adapter,
+)
+from evoflow.fed.participation import on_time, sample_clients
+from evoflow.fed.settings import AggregationSettings
+
+log = logging.getLogger(__name__)
+
+
+def client_name(folder: str | Path) -> str:
+    """``.../client=<env>/adapter`` -> ``<env>`` (else the folder's name)."""
+    parent = Path(folder).parent.name
+    return (
+        parent.split("=", 1)[1] if parent.startswith("client=") else Path(folder).name
+    )
+
+
+def training_seconds(folder: str | Path) -> float:
+    """How long the client's training took (its ``training.json``; 0 if unknown)."""
+    try:
+        return float(
+            json.loads((Path(folder) / "training.json").read_text())["seconds"]
+        )
+    except (OSError, KeyError, ValueError):
+        return 0.0
+
+
+def admit(folders: Sequence[str | Path], settings: AggregationSettings, round: int,
+          seed: int, start: Adapter | None) -> tuple[list[int], list[Adapter], dict]:  # fmt: skip
+    """(indices of the admitted clients, their adapters, what comm.json says)."""
+    names = [client_name(f) for f in folders]
+    sampled = set(sample_clients(names, settings.participation, seed, round))
+    seconds = {
+        n: training_seconds(f)
+        for n, f in zip(names, folders, strict=True)
+        if n in sampled
+    }
+    timely, late = on_time(seconds, settings.deadline_s)
+    admitted = [i for i, n in enumerate(names) if n in timely]
+    loaded = {i: load_adapter(folders[i]) for i in admitted}
+    against = start or _majority([loaded[i] for i in admitted])
+    refused, taken = {}, []
+    for index in admitted:
+        try:
+            if against is not None:
+                check_compatible([against, loaded[index]])
+        except AdapterMismatch as exc:
+            refused[names[index]] = str(exc)
+            log.error(
+                "aggregate: round %d: client %s refused: %s", round, names[index], exc
+            )
+            continue
+        taken.append(index)
+    adapters = [loaded[i] for i in taken]
+    for name in late:
+        log.warning("aggregate: round %d: client %s missed the %.0f s deadline (%.1f s)",
+                    round, name, settings.deadline_s, seconds[name])  # fmt: skip
+    if not adapters:
+        raise ValueError(f"round {round}: no client adapter left to average "
+                         f"(refused: {sorted(refused)}, late: {late})")  # fmt: skip
+    record = {
+        "participants": [names[i] for i in taken],
+        "not_sampled": [n for n in names if n not in sampled],
+        "stragglers": {n: seconds[n] for n in late},
+        "refused": refused,
+    }
+    return taken, adapters, record
+
+
+def _majority(adapters: list[Adapter]) -> Adapter | None:
+    """The first adapter of the most common (rank, alpha, targets, base) kind:
+    without a global adapter to compare with, the odd ones out are refused."""
+    if not adapters:
+        return None
+
+    def kind(adapter: Adapter) -> str:
+        fields = {f: adapter.config.get(f) for f in MUST_MATCH}
+        fields["target_modules"] = sorted(fields["target_modules"] or [])
+        return json.dumps(fields, sort_keys=True, default=str)
+
+    kinds = [kind(a) for a in adapters]
+    common = max(kinds, key=kinds.count)  # ties: the first client's kind
+    return adapters[kinds.index(common)]

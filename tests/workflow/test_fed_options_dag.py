@@ -1,0 +1,66 @@
+"""The server step's options through the workflow on the tiny model: DP
+clips against the adapter the clients really started from (round 1: the
+fresh LoRA, rebuilt), ε grows with the rounds, server momentum keeps its
+velocity, and exact aggregation with a bf16 uplink and half the clients
+records who took part."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from evoflow.config import load_config
+from evoflow.methods.registry import methods_from_config
+from evoflow.train.sft_trainer import initial_adapter
+from tests.workflow.conftest import ROOT, snakemake
+
+pytestmark = pytest.mark.slow
+CONFIG = ROOT / "tests" / "configs" / "tiny_fed_options.yaml"
+RESULTS = "results/tiny-fed-options"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("fed-options")
+    snakemake(workdir, config=CONFIG)
+    return workdir
+
+
+def _comm(run, method: str, round: int) -> dict:
+    return json.loads(
+        (run / f"{RESULTS}/{method}/round={round}/global/comm.json").read_text()
+    )
+
+
+def test_dp_clips_against_the_start_and_accounts_epsilon(run):
+    first, second = (_comm(run, "fedse_private", r) for r in (1, 2))
+    assert 0 < first["dp"]["epsilon"] < second["dp"]["epsilon"] < float("inf")
+    assert len(first["dp"]["update_norms"]) == 2
+    method = methods_from_config(load_config(CONFIG))["fedse_private"]
+    start = initial_adapter("tiny-random-llama", method.sft_for(1, "maze"))
+    folder = run / f"{RESULTS}/fedse_private/round=1/global/adapter"
+    merged = load_file(folder / "adapter_model.safetensors")
+    moved = sum(float(((merged[k] - start[k]) ** 2).sum()) for k in start) ** 0.5
+    assert (
+        moved < 1e-5
+    )  # clipped to 1e-6 around the rebuilt start: it is the real start
+    assert (folder / "server_velocity.safetensors").is_file()
+
+
+def test_exact_aggregation_with_bf16_and_half_the_clients(run):
+    for round in (1, 2):
+        comm = _comm(run, "fedse_exact", round)
+        assert len(comm["participants"]) == 1 and len(comm["not_sampled"]) == 1
+        assert comm["uplink"] == "bf16" and comm["aggregation"]["rule"] == "exact"
+        assert comm["uplink_bytes_per_client"] == 2 * comm["parameters_per_adapter"]
+        errors = comm["reconstruction_error"]
+        assert errors["exact"] == pytest.approx(
+            0.0, abs=1e-5
+        )  # one client: exact is exact
+    merged = load_file(
+        run / f"{RESULTS}/fedse_exact/round=2/global/adapter/adapter_model.safetensors"
+    )
+    assert all(torch.isfinite(t).all() for t in merged.values())
