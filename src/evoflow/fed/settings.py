@@ -11,22 +11,23 @@ UPLINKS = ("fp32", "bf16")
 
 @dataclass(frozen=True)
 class AggregationSettings:
-    rule: str = (
-        "naive"  # naive: mean of A and of B (Fed-SE); exact: mean of B·A, SVD to rank r
-    )
-    weighted: bool = (
-        False  # weights = explored successes (the w/ Weighted Avg kind sets it)
-    )
-    uplink: str = "fp32"  # the dtype a client's adapter crosses the wire in
-    participation: float = 1.0  # fraction of the clients sampled each round (seeded)
-    deadline_s: float | None = None  # a client whose training took longer is dropped
-    server_momentum: float = 0.0  # FedAvgM's β (0: none)
-    server_lr: float = 1.0  # FedAvgM's server learning rate
-    dp_clip: float | None = (
-        None  # DP-FedAvg: clip of each client's update (None: no DP)
-    )
-    dp_noise: float = 0.0  # DP-FedAvg: noise multiplier σ
-    dp_delta: float = 1e-5  # δ of the (ε, δ) the run reports
+    """``rule``: naive (mean of A and of B, Fed-SE's) or exact (mean of B·A,
+    truncated SVD back to the rank); ``uplink``: the dtype an adapter crosses
+    the wire in; ``participation``: the fraction of clients sampled each round
+    (seeded); ``deadline_s``: a client whose training took longer is dropped;
+    ``server_momentum``/``server_lr``: FedAvgM's β and step; ``dp_clip``/
+    ``dp_noise``/``dp_delta``: DP-FedAvg's clip, noise multiplier and the δ
+    of the reported ε (no DP without a clip)."""
+
+    rule: str = "naive"
+    uplink: str = "fp32"
+    participation: float = 1.0
+    deadline_s: float | None = None
+    server_momentum: float = 0.0
+    server_lr: float = 1.0
+    dp_clip: float | None = None
+    dp_noise: float = 0.0
+    dp_delta: float = 1e-5
 
     def __post_init__(self):
         problems = []
@@ -59,9 +60,7 @@ class AggregationSettings:
         )
 
     @classmethod
-    def from_config(
-        cls, config: dict, entry: dict | None = None, weighted: bool = False
-    ):
+    def from_config(cls, config: dict, entry: dict | None = None):
         """The experiment's ``fed.aggregation`` with a method entry's
         ``aggregation`` on top."""
         values = {**(config.get("fed") or {}).get("aggregation", {}),
