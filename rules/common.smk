@@ -212,6 +212,16 @@ def rank_comm_files():
     ]
 
 
+def fed_comm_files():
+    """comm.json of every federated method's last round (the report labels
+    each curve with its bytes and, under DP, its epsilon)."""
+    return [
+        LAYOUT.comm(name, m.final_round)
+        for name, m in METHODS.items()
+        if m.kind.federated
+    ]
+
+
 def explore_buffers():
     """Round buffers of exploring methods (the report counts their explorations)."""
     return [f for m in METHODS.values() for f in family(m).buffers(LAYOUT, m, ENVS)]

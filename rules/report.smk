@@ -21,6 +21,7 @@ rule report:
         config=f"{RESULTS}/config.json",
         metrics=[f for name in METHODS for f in method_evaluations(name)],
         comm=rank_comm_files(),
+        fed_comm=fed_comm_files(),
         buffers=explore_buffers(),
         tts=tts_files(LAYOUT, config, METHODS, "metrics.json"),
         rl=report_rl_inputs(config, RESULTS),

@@ -312,3 +312,42 @@ def test_initial_adapter_is_what_a_fresh_training_starts_from(chats, tmp_path):
     )
     other = initial_adapter("tiny-random-llama", SFTConfig(seed=12))
     assert not all(torch.equal(other[k], rebuilt[k]) for k in rebuilt)
+
+
+def test_proximal_gradient_is_the_gradient_of_fedprox_term():
+    from evoflow.train.sft_trainer import proximal_grad_
+
+    torch.manual_seed(0)
+    params = [torch.randn(3, 4, requires_grad=True), torch.randn(5, requires_grad=True)]
+    anchor = [p.detach() + torch.randn_like(p) for p in params]
+    task = sum((p**2).sum() for p in params)
+    task.backward()
+    proximal_grad_(params, anchor, 0.7)
+    mine = [p.grad.clone() for p in params]
+    for p in params:
+        p.grad = None
+    objective = sum((p**2).sum() for p in params)
+    objective = objective + 0.7 / 2 * sum(
+        ((p - a) ** 2).sum() for p, a in zip(params, anchor, strict=True)
+    )
+    objective.backward()
+    assert all(torch.allclose(m, p.grad) for m, p in zip(mine, params, strict=True))
+
+
+def test_fedprox_keeps_a_client_near_its_start(chats, tmp_path):
+    from evoflow.train.sft_trainer import initial_adapter
+
+    def drift(mu: float) -> float:
+        config = SFTConfig(epochs=2, batch_size=2, max_length=512, learning_rate=1e-2,
+                           seed=3, proximal_mu=mu)  # fmt: skip
+        train_sft(
+            chats, "tiny-random-llama", tmp_path / str(mu), config, progress=False
+        )
+        trained = load_file(tmp_path / str(mu) / "adapter_model.safetensors")
+        start = initial_adapter("tiny-random-llama", config)
+        return sum(float(((trained[k] - start[k]) ** 2).sum()) for k in start) ** 0.5
+
+    free, held = drift(0.0), drift(100.0)
+    assert held < 0.5 * free, (held, free)
+    assert "proximal_mu" not in SFTConfig().to_dict()  # unset: job parameters unchanged
+    assert SFTConfig(proximal_mu=0.1).to_dict()["proximal_mu"] == 0.1

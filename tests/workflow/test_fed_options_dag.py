@@ -64,3 +64,21 @@ def test_exact_aggregation_with_bf16_and_half_the_clients(run):
         run / f"{RESULTS}/fedse_exact/round=2/global/adapter/adapter_model.safetensors"
     )
     assert all(torch.isfinite(t).all() for t in merged.values())
+
+
+def test_the_report_labels_curves_with_bytes_and_epsilon(run):
+    from evoflow.methods.layout import Layout
+    from evoflow.report.build import server_summary
+
+    methods = methods_from_config(load_config(CONFIG))
+    layout = Layout(str(run / RESULTS))
+    params = _comm(run, "fedse_exact", 1)["parameters_per_adapter"]
+    # two rounds, one client each, bf16: 2 bytes per parameter
+    expected = 2 * 1 * 2 * params / 2**20
+    assert (
+        server_summary(layout, "fedse_exact", methods["fedse_exact"])
+        == f"{expected:.1f} MiB up"
+    )
+    private = server_summary(layout, "fedse_private", methods["fedse_private"])
+    epsilon = _comm(run, "fedse_private", 2)["dp"]["epsilon"]
+    assert private == f"{2 * 2 * 4 * params / 2**20:.1f} MiB up, ε = {epsilon:.3g}"

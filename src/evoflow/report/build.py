@@ -11,6 +11,7 @@ import logging
 from pathlib import Path
 
 from evoflow.atomic import write_text
+from evoflow.fed.settings import AggregationSettings
 from evoflow.methods import (
     ABLATION_KINDS,
     KINDS,
@@ -21,6 +22,7 @@ from evoflow.methods import (
     methods_from_config,
 )
 from evoflow.methods import rl as rl_family
+from evoflow.methods.fedse import server_settings
 from evoflow.methods.registry import ENVLESS
 from evoflow.report import agentgym, agentgym_rl, figures, sage, scaling
 from evoflow.report.behaviour import behaviour_markdown, explored
@@ -132,7 +134,7 @@ def build_report(
     write_tables(rows, outputs["table_md"], outputs["table_csv"], outputs["table_tex"],
                  reference, _note(config, methods), companion)  # fmt: skip
 
-    _success_figure(methods, rows, envs, metric_files, outputs["curves"])
+    _success_figure(methods, rows, envs, metric_files, outputs["curves"], layout)
     if "ablations" in outputs:
         bars = {r.title: r.pooled or 0.0 for r, m in zip(rows, methods.values(), strict=True)
                 if m.kind.name in ABLATION_KINDS}  # fmt: skip
@@ -159,7 +161,7 @@ def build_report(
     return rows
 
 
-def _success_figure(methods, rows, envs, metric_files, path) -> None:
+def _success_figure(methods, rows, envs, metric_files, path, layout) -> None:
     """Success by round: federated and iterative methods as curves (from
     Pre-Trained at round 0 when it is a row), the others as dashed lines."""
     titles = {**ENV_TITLES, "avg": "Avg (pooled)", **{r.method: r.title for r in rows}}
@@ -176,7 +178,23 @@ def _success_figure(methods, rows, envs, metric_files, path) -> None:
             curves[name] = series
         else:
             static[name] = _panel(row)
+    if any(server_settings(m) != AggregationSettings() for m in methods.values()
+           if m.kind.federated):  # fmt: skip
+        for name, method in methods.items():
+            if method.kind.federated:
+                titles[name] += f" ({server_summary(layout, name, method)})"
     figures.success_curves(curves, static, [*envs, "avg"], titles, path)
+
+
+def server_summary(layout, name: str, method) -> str:
+    """A federated method's uplink over all its rounds, and ε under DP."""
+    records = [json.loads(Path(layout.comm(name, r)).read_text())
+               for r in range(1, method.final_round + 1)]  # fmt: skip
+    sent = sum(c["uplink_bytes_per_client"] * len(c["participants"]) for c in records)
+    text = f"{sent / 2**20:.1f} MiB up"
+    if "dp" in records[-1]:
+        text += f", ε = {records[-1]['dp']['epsilon']:.3g}"
+    return text
 
 
 def _agentgym_report(config, methods, rows, metric_files, outputs) -> None:

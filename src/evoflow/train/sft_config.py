@@ -50,6 +50,13 @@ class SFTConfig:
     seed: int = field(
         default=0, metadata={"help": "Seeds LoRA init, dropout and order."}
     )
+    proximal_mu: float = field(
+        default=0.0,
+        metadata={
+            "help": "FedProx: weight mu of (mu/2)·||θ − θ_start||² over the "
+            "LoRA weights, pulling a client towards the adapter it started from."
+        },
+    )
     gradient_checkpointing: bool = field(
         default=False, metadata={"help": "Trade compute for memory."}
     )
@@ -77,8 +84,15 @@ class SFTConfig:
                 f"precision must be one of {', '.join(PRECISIONS)}, "
                 f"got {self.precision!r}"
             )
+        if self.proximal_mu < 0:
+            raise ValueError(f"proximal_mu must be >= 0, got {self.proximal_mu}")
         if not 0 <= self.warmup_ratio < 1:
             raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The settings; ``proximal_mu`` only when set, so that runs without
+        it keep the job parameters (and caches) they had before it existed."""
+        settings = asdict(self)
+        if not settings["proximal_mu"]:
+            del settings["proximal_mu"]
+        return settings

@@ -252,6 +252,7 @@ def _optimise(
     model.train()
     device = _device(model)
     dtype = _autocast_dtype(config, device)
+    anchor = [p.detach().clone() for p in params] if config.proximal_mu else None
     curve, trained = [], 0
     sink = open(loss_log, "a") if loss_log else None
     bar = tqdm(
@@ -265,6 +266,8 @@ def _optimise(
                 loss = _batch_loss(model, batch, pad_id, device, dtype) / labelled
                 loss.backward()
                 total += loss.item()
+            if anchor is not None:
+                proximal_grad_(params, anchor, config.proximal_mu)
             torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
             optimizer.step()
             schedule.step()
@@ -281,6 +284,18 @@ def _optimise(
             sink.close()
     model.eval()
     return len(groups), curve, trained
+
+
+def proximal_grad_(params, anchor, mu: float) -> None:
+    """Add the gradient of FedProx's (μ/2)·Σ‖θ − θ_start‖², μ·(θ − θ_start),
+    to each parameter's gradient, in place."""
+    with torch.no_grad():
+        for param, start in zip(params, anchor, strict=True):
+            pull = mu * (param - start)
+            if param.grad is None:
+                param.grad = pull
+            else:
+                param.grad.add_(pull)
 
 
 def _batch_loss(
