@@ -37,6 +37,8 @@ lint: $(STAMP)
 	snakemake --lint
 
 test: lint
+	# Debian's Chromium for the explorer's browser tests (a test fails if it is missing).
+	bash scripts/setup/chromium.sh
 	pytest
 
 clean:

@@ -26,6 +26,7 @@ from evoflow.store import EPISODE_SCHEMA, ShardMeta, write_shard
 from evoflow.store.query import connect
 
 ENVS = ["babyai", "webshop", "textcraft", "maze", "wordle"]
+MESSAGE_FIELDS = list(EPISODE_SCHEMA.field("messages").type.value_type)
 METHODS = ["fedse", "fedit"]
 TURNS = 3  # assistant turns per episode → 2 + 2·TURNS messages
 ACTIONS = [
@@ -89,8 +90,13 @@ def synthetic_shard(rng: np.random.Generator, n: int, env: str, rnd: int, method
     messages = pa.ListArray.from_arrays(
         pa.array(np.arange(0, n * per + 1, per, dtype=np.int32)),
         pa.StructArray.from_arrays(
-            [pa.array(roles), pa.array(contents), pa.array(losses)],
-            fields=list(EPISODE_SCHEMA.field("messages").type.value_type),
+            [
+                pa.array(roles),
+                pa.array(contents),
+                pa.array(losses),
+                *(pa.nulls(len(roles), f.type) for f in MESSAGE_FIELDS[3:]),
+            ],  # schema v2: unset
+            fields=MESSAGE_FIELDS,
         ),
     )
     columns = {
@@ -118,6 +124,11 @@ def synthetic_shard(rng: np.random.Generator, n: int, env: str, rnd: int, method
         "created_at": pa.array(
             np.full(n, 1_790_000_000_000_000), pa.timestamp("us", tz="UTC")
         ),
+        "group": pa.nulls(n, pa.string()),
+        "sample": pa.array(np.zeros(n, dtype=np.int32)),
+        "agent_role": pa.nulls(n, pa.string()),
+        "extras": pa.array(["{}"] * n),
+        "artifacts": pa.array([[]] * n, EPISODE_SCHEMA.field("artifacts").type),
     }
     return pa.table(columns, schema=EPISODE_SCHEMA), items
 

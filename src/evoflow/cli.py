@@ -269,6 +269,32 @@ def _serve_policy(args: argparse.Namespace) -> int:
     return 0
 
 
+def _explore_ui_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--results", default="results", help="folder of the store to explore"
+    )
+    p.add_argument(
+        "--host", default="127.0.0.1", help="interface (localhost by default)"
+    )
+    p.add_argument("--port", type=int, default=8765)
+
+
+@command(
+    "explore-ui",
+    "Browse the trajectory store in a web browser (read-only).",
+    _explore_ui_args,
+)
+def _explore_ui(args: argparse.Namespace) -> int:
+    from evoflow.explorer.app import serve
+
+    print(
+        f"exploring {args.results} on http://{args.host}:{args.port} (Ctrl-C stops)",
+        flush=True,
+    )
+    serve(args.results, args.host, args.port)
+    return 0
+
+
 # --- helmsman ----------------------------------------------------------------
 
 

@@ -62,6 +62,7 @@ def connect(
     root: str | Path = "results",
     database: str = ":memory:",
     check: bool = True,
+    shards: list[Path] | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with the ``episodes`` and ``turns`` views.
 
@@ -73,9 +74,11 @@ def connect(
         DuckDB database (in memory by default; the views reference the files).
     check
         open every shard first, so a corrupt or foreign file fails with its name.
+    shards
+        the episode shards to read (default: every one under ``root``).
     """
     root = Path(root)
-    shards = find_shards(root)
+    shards = find_shards(root) if shards is None else shards
     if check:
         for shard in shards:
             open_shard(shard)
