@@ -169,16 +169,34 @@ def test_dp_and_momentum_run_from_the_reference_adapter(tmp_path):
         record["dp"]["epsilon"] == math.inf and len(record["dp"]["update_norms"]) == 2
     )
     with pytest.raises(ValueError, match="need the adapter the clients started from"):
-        aggregate_adapters(clients, tmp_path / "g2", tmp_path / "c2.json", settings=dp)
+        aggregate_adapters(
+            clients, tmp_path / "g2", tmp_path / "c2.json", settings=dp, round=1
+        )
+    with pytest.raises(ValueError, match="DP averages the clients unweighted"):
+        aggregate_adapters(clients, tmp_path / "g3", tmp_path / "c3.json", "weighted", [1, 2],
+                           round=1, settings=dp, reference=start)  # fmt: skip
     momentum = AggregationSettings(server_momentum=0.5)
     aggregate_adapters(clients, tmp_path / "m1", tmp_path / "m1.json", settings=momentum,
                        reference=start)  # fmt: skip
     assert (tmp_path / "m1" / "server_velocity.safetensors").is_file()
 
 
+def test_exact_mean_keeps_a_direction_where_the_mean_is_zero():
+    # every client's B still zero (no step taken): the mean of B·A is 0, yet A must stay
+    # usable — a zero row in both factors would never get a gradient again
+    states = [lora([[0.0], [0.0]], [[1.0, 2.0]]), lora([[0.0], [0.0]], [[3.0, -1.0]])]
+    merged, _ = exact_mean(states)
+    assert torch.count_nonzero(merged[B]) == 0
+    assert float(merged[A].norm()) == pytest.approx(1.0)
+
+
 def test_settings_name_what_is_wrong():
     with pytest.raises(ValueError, match="rule 'svd' is not one of"):
         AggregationSettings(rule="svd")
+    with pytest.raises(ValueError, match="momentum steps on the naive average"):
+        AggregationSettings(rule="exact", server_momentum=0.9)
+    with pytest.raises(ValueError, match="dp_noise needs dp_clip"):
+        AggregationSettings(dp_noise=1.0)
     with pytest.raises(ValueError, match="participation 0 is not in"):
         AggregationSettings(participation=0)
     with pytest.raises(ValueError, match="unknown keys \\['momentum'\\]"):

@@ -70,3 +70,14 @@ def test_server_weighs_the_low_scoring_group_down_from_round_one_on(
         2, later
     )  # no scores now; client 9 unseen: clean
     assert merged.to_numpy_ndarrays()[0] == pytest.approx([0.1 * 4.0 / 1.6])
+
+
+def test_a_first_round_without_scores_flags_nobody(monkeypatch, in_a_run):
+    fedns = strategy_module("fedns", monkeypatch)
+    strategy = fedns.FedNS(min_available_nodes=1)
+    replies = [reply([[v]], **{"num-examples": 1, "train_loss": 0.0, "partition": k})
+               for k, v in enumerate([1.0, 3.0])]  # fmt: skip
+    merged, _ = strategy.aggregate_train(2, replies)
+    assert strategy.noisy == set() and merged.to_numpy_ndarrays()[0] == pytest.approx(
+        [2.0]
+    )

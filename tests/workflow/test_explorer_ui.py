@@ -134,3 +134,24 @@ def test_a_corrupt_shard_is_named_and_the_app_keeps_serving(
         assert browser.locator("#episodes td.method").count() > 0
     finally:
         server.should_exit = True
+
+
+def test_a_shard_whose_pages_break_while_serving_is_named(tiny_run, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from evoflow.explorer.app import create_app
+
+    copy = tmp_path / "run"
+    shutil.copytree(tiny_run / "results", copy)
+    client = TestClient(create_app(copy), raise_server_exceptions=False)
+    assert client.get("/").status_code == 200
+    shard = sorted(copy.rglob("explore.parquet"))[0]
+    data = bytearray(shard.read_bytes())
+    data[64:400] = (
+        b"\xff" * 336
+    )  # footer intact, data pages broken: only reading finds it
+    shard.write_bytes(bytes(data))
+    page = client.get("/")
+    assert page.status_code == 200 and f"cannot read {shard}" in page.text
+    assert client.get("/", params={"method": "fedit"}).status_code == 200
+    assert client.get("/", params={"offset": 10**20}).status_code == 422

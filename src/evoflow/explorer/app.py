@@ -12,6 +12,7 @@ from evoflow.explorer import pages
 from evoflow.explorer.data import Filters, Store
 
 PAGE = 100
+MAX_OFFSET = 10**9
 
 
 def create_app(root: str | Path) -> FastAPI:
@@ -25,7 +26,7 @@ def create_app(root: str | Path) -> FastAPI:
     @app.get("/", response_class=HTMLResponse)
     def index(experiment: str = "", method: str = "", round: str = "", client: str = "",
               env: str = "", success: str = "", termination: str = "", split: str = "",
-              offset: int = Query(0, ge=0)) -> HTMLResponse:  # fmt: skip
+              offset: int = Query(0, ge=0, le=MAX_OFFSET)) -> HTMLResponse:  # fmt: skip
         filters = Filters(experiment, method, _int(round, "round"), client, env,
                           _bool(success), termination, split)  # fmt: skip
         rows, total = store.episodes(filters, PAGE, offset)
@@ -56,7 +57,7 @@ def create_app(root: str | Path) -> FastAPI:
     @app.get("/api/episodes")
     def api_episodes(experiment: str = "", method: str = "", round: str = "", client: str = "",
                      env: str = "", success: str = "", termination: str = "", split: str = "",
-                     offset: int = Query(0, ge=0)) -> dict:  # fmt: skip
+                     offset: int = Query(0, ge=0, le=MAX_OFFSET)) -> dict:  # fmt: skip
         filters = Filters(experiment, method, _int(round, "round"), client, env,
                           _bool(success), termination, split)  # fmt: skip
         rows, total = store.episodes(filters, PAGE, offset)

@@ -48,6 +48,15 @@ class Filters:
         return {k: v for k, v in asdict(self).items() if v not in ("", None)}
 
 
+def readable(shard: Path, deep: bool) -> None:
+    """Raise, naming the file, if the shard is not ours or (``deep``) if any
+    of its pages cannot be decoded."""
+    handle = open_shard(shard)
+    if deep:
+        for _ in handle.iter_batches(batch_size=4096):
+            pass
+
+
 class Store:
     """The store under ``root``, read through DuckDB, never written."""
 
@@ -57,22 +66,29 @@ class Store:
         self._lock = threading.Lock()
         self.refresh()
 
-    def refresh(self) -> None:
-        """Re-scan the shards: the readable ones make the view, the others are named."""
+    def refresh(self, deep: bool = False) -> None:
+        """Re-scan the shards: the readable ones make the view, the others are
+        named. ``deep`` also decodes every page (after a query failed on one)."""
         good, skipped = [], {}
         for shard in find_shards(self.root):
             try:
-                open_shard(shard)
+                readable(shard, deep)
                 good.append(shard)
             except Exception as error:  # noqa: BLE001 - any unreadable file is named, not fatal
                 skipped[str(shard)] = str(error)
         with self._lock:
-            self._con = connect(self.root, check=False, shards=good)
+            old, self._con = (
+                getattr(self, "_con", None),
+                connect(self.root, check=False, shards=good),
+            )
             self.skipped = skipped
             self._choices = None
+        if old is not None:
+            old.close()
 
     def rows(self, sql: str, values: list | None = None) -> list[dict]:
-        """Rows of ``sql`` as dicts; a read error re-scans the store once."""
+        """Rows of ``sql`` as dicts; a read error re-scans the store once,
+        decoding every shard, so the broken one is named and left out."""
         for attempt in (0, 1):
             try:
                 with self._lock:  # one connection (its registered tables are its own)
@@ -83,15 +99,15 @@ class Store:
             except duckdb.Error:
                 if attempt:
                     raise
-                self.refresh()
+                self.refresh(deep=True)
         return []
 
     def choices(self) -> dict[str, list]:
         """The values each filter can take (read again at most every 30 s)."""
-        now = time.monotonic()
-        if self._choices is None or now - self._choices[0] > CHOICES_TTL_S:
-            self._choices = (now, self._distinct())
-        return self._choices[1]
+        now, cached = time.monotonic(), self._choices
+        if cached is None or now - cached[0] > CHOICES_TTL_S:
+            cached = self._choices = (now, self._distinct())
+        return cached[1]
 
     def _distinct(self) -> dict[str, list]:
         if not self._has_episodes():

@@ -81,6 +81,9 @@ def aggregate_adapters(
     settings = settings or AggregationSettings()
     start = load_adapter(reference) if isinstance(reference, (str, Path)) else None
     base = start.tensors if start else reference
+    if settings.dp_clip is not None and (strategy == "weighted" or round < 1):
+        raise ValueError("DP averages the clients unweighted from round 1 on "
+                         f"(strategy {strategy!r}, round {round})")  # fmt: skip
     if settings.needs_reference and base is None:
         raise ValueError(
             "DP and server momentum need the adapter the clients started from"

@@ -67,14 +67,26 @@ def exact_mean(states: Sequence[State], weights: Sequence[float] | None = None,
         as_ = [s[a_name].to(torch.float64) for s in states]
         q_b, core, q_a = _core(bs, as_, w)
         u, sigma, vh = torch.linalg.svd(core)
-        root = sigma[:r].sqrt()
-        merged[b_name] = ((q_b @ u[:, :r]) * root).to(states[0][b_name].dtype)
-        merged[a_name] = (root[:, None] * (vh[:r] @ q_a.T)).to(states[0][a_name].dtype)
+        b_scale, a_scale = _split(sigma[:r])
+        merged[b_name] = ((q_b @ u[:, :r]) * b_scale).to(states[0][b_name].dtype)
+        merged[a_name] = (a_scale[:, None] * (vh[:r] @ q_a.T)).to(
+            states[0][a_name].dtype
+        )
         mass += float((sigma**2).sum())
         lost += float((sigma[r:] ** 2).sum())
         naive_err += _naive_error(q_b, core, q_a, naive[b_name], naive[a_name])
     scale = mass**0.5 or 1.0
     return merged, {"exact": lost**0.5 / scale, "naive": naive_err**0.5 / scale}
+
+
+def _split(sigma: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """How each kept singular value is shared between B and A: √σ each; for
+    σ ≈ 0, B's column is 0 and A's row keeps unit norm — a zero row in both
+    would get no gradient ever again, while this one is where a fresh LoRA
+    starts (A set, B zero)."""
+    alive = sigma > 1e-12 * max(float(sigma.max()), 1e-30)
+    root = sigma.clamp(min=0).sqrt()
+    return torch.where(alive, root, 0.0), torch.where(alive, root, 1.0)
 
 
 def _naive_error(q_b, core, q_a, b_mean, a_mean) -> float:

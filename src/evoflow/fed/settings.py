@@ -43,6 +43,12 @@ class AggregationSettings:
             problems.append("server_momentum must be in [0, 1) and server_lr > 0")
         if self.dp_clip is not None and (self.dp_clip <= 0 or self.dp_noise < 0):
             problems.append("dp_clip must be > 0 and dp_noise >= 0")
+        if self.dp_clip is None and self.dp_noise > 0:
+            problems.append("dp_noise needs dp_clip (no clip, no privacy)")
+        if self.rule == "exact" and (self.server_momentum > 0 or self.server_lr != 1):
+            problems.append(
+                "server momentum steps on the naive average's factors; use rule: naive"
+            )
         if self.dp_clip is not None and self.rule == "exact":
             problems.append(
                 "dp_clip works on the naive average of A and B; use rule: naive"

@@ -53,6 +53,8 @@ class FedNS(FedAvg):
         if not valid:
             return None, None
         metrics = [m.content["metrics"] for m in valid]
+        if self.noisy is None and any("grad_norm" not in m for m in metrics):
+            self.noisy = set()  # round 1 brought no scores: nobody is weighed down
         if self.noisy is None:
             lower = two_means([float(m["grad_norm"]) for m in metrics])
             self.noisy = {int(m["partition"]) for m, low in zip(metrics, lower, strict=True)
