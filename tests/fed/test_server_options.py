@@ -14,10 +14,11 @@ import torch
 from safetensors.torch import load_file
 
 from evoflow.fed import aggregate_adapters
+from evoflow.fed.accountant import ORDERS
 from evoflow.fed.comm import over_the_wire, round_traffic
 from evoflow.fed.exact import exact_mean
 from evoflow.fed.participation import on_time, sample_clients
-from evoflow.fed.privacy import ORDERS, clip_update, epsilon, private_mean
+from evoflow.fed.privacy import clip_update, epsilon, private_mean
 from evoflow.fed.server_opt import momentum_step
 from evoflow.fed.settings import AggregationSettings
 from tests.fed.test_aggregate import write_adapter
