@@ -4,8 +4,9 @@ localhost). GET only: the app never writes to the store."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
-from fastapi import FastAPI, HTTPException, Query
+from fastapi import Depends, FastAPI, HTTPException, Query
 from fastapi.responses import HTMLResponse
 
 from evoflow.explorer import pages
@@ -24,11 +25,8 @@ def create_app(root: str | Path) -> FastAPI:
         return HTMLResponse(pages.page(title, body, store.skipped))
 
     @app.get("/", response_class=HTMLResponse)
-    def index(experiment: str = "", method: str = "", round: str = "", client: str = "",
-              env: str = "", success: str = "", termination: str = "", split: str = "",
+    def index(filters: RequestFilters,
               offset: int = Query(0, ge=0, le=MAX_OFFSET)) -> HTMLResponse:  # fmt: skip
-        filters = Filters(experiment, method, _int(round, "round"), client, env,
-                          _bool(success), termination, split)  # fmt: skip
         rows, total = store.episodes(filters, PAGE, offset)
         body = (pages.filter_form(filters, store.choices())
                 + pages.success_chart(store.success_by_round(filters))
@@ -55,15 +53,23 @@ def create_app(root: str | Path) -> FastAPI:
         )
 
     @app.get("/api/episodes")
-    def api_episodes(experiment: str = "", method: str = "", round: str = "", client: str = "",
-                     env: str = "", success: str = "", termination: str = "", split: str = "",
+    def api_episodes(filters: RequestFilters,
                      offset: int = Query(0, ge=0, le=MAX_OFFSET)) -> dict:  # fmt: skip
-        filters = Filters(experiment, method, _int(round, "round"), client, env,
-                          _bool(success), termination, split)  # fmt: skip
         rows, total = store.episodes(filters, PAGE, offset)
         return {"total": total, "episodes": rows, "skipped": store.skipped}
 
     return app
+
+
+def _filters(experiment: str = "", method: str = "", round: str = "", client: str = "",
+             env: str = "", success: str = "", termination: str = "",
+             split: str = "") -> Filters:  # fmt: skip
+    """The episode filters of a request's query parameters ('' = any)."""
+    return Filters(experiment, method, _int(round, "round"), client, env, _bool(success),
+                   termination, split)  # fmt: skip
+
+
+RequestFilters = Annotated[Filters, Depends(_filters)]
 
 
 def _int(text: str, name: str) -> int | None:
