@@ -5,7 +5,7 @@ import re
 
 from evoflow.config import config_hash, validate_config
 from evoflow.helmsman import layout as helm_layout
-from evoflow.methods import POOLED, Layout, family, methods_from_config
+from evoflow.methods import POOLED, Layout, family, jobs, methods_from_config
 from evoflow.methods.base import tts_files
 from evoflow.methods.layout import EXPERT, EXPERT_SETS
 from evoflow.report.build import rank_methods, report_outputs, report_rl_inputs, report_sage_inputs
@@ -56,12 +56,7 @@ POOLED_MANIFEST = LAYOUT.pooled_manifest
 
 
 def expert_settings(env, expert_set):
-    """An expert set's demonstration settings for one env, as params: the
-    count is ``demos``, or ``demos_large`` for the large set (null: all tasks)."""
-    settings = {k: config["envs"][env][k] for k in ("demos", "demos_file", "max_turns")}
-    if expert_set != EXPERT:
-        settings["demos"] = config["envs"][env]["demos_large"]
-    return settings
+    return jobs.expert_settings(config, env, expert_set)
 
 
 def eval_files(method, round, leaf):
@@ -82,19 +77,8 @@ def runtime_settings_with_turns(turns):
 
 
 def runtime_settings(envs, fields, generation=None):
-    """What a model job needs from the config: model, sampling (``generation``,
-    default the config's) and the listed fields of its envs.
-
-    Used as rule params, so editing anything else (another env, a method, an
-    unrelated count) reruns nothing.
-    """
-    return {
-        "experiment": EXP,
-        "seed": config["seed"],
-        "model": config["model"],
-        "generation": generation or config["generation"],
-        "envs": {env: {f: config["envs"][env][f] for f in fields} for env in envs},
-    }
+    """What a model job needs from the config (evoflow.methods.jobs), as params."""
+    return jobs.runtime_settings(config, envs, fields, generation)
 
 
 def wired(name, *fields):

@@ -295,6 +295,55 @@ def _explore_ui(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- federate ----------------------------------------------------------------
+
+
+def _federate_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", required=True, help="experiment config (YAML)")
+    p.add_argument("--method", required=True, help="a federated method of the config")
+    p.add_argument(
+        "--workdir", default=".", help="results/, clients/ and federation/ go here"
+    )
+    p.add_argument("--superlink", help="HOST:PORT of a running SuperLink (default: start "
+                                       "one and a SuperNode per client on localhost)")  # fmt: skip
+    p.add_argument(
+        "--root-certificates",
+        help="CA certificate (PEM) of a TLS SuperLink given with --superlink",
+    )
+    p.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="a lost client leaves its round instead of stopping the federation",
+    )
+    p.add_argument(
+        "--round-timeout",
+        type=float,
+        default=3600.0,
+        help="seconds the server waits for a round's replies",
+    )
+    p.add_argument("--timeout", type=float, help="seconds for the whole federation")
+
+
+@command(
+    "federate",
+    "Run a federated method as a Flower deployment (SuperLink + SuperNodes).",
+    _federate_args,
+)
+def _federate(args: argparse.Namespace) -> int:
+    from evoflow.federate.launch import federate
+
+    summary = federate(args.config, args.method, args.workdir, superlink=args.superlink,
+                       allow_partial=args.allow_partial, round_timeout=args.round_timeout,
+                       timeout=args.timeout, root_certificates=args.root_certificates)  # fmt: skip
+    for row in summary["rounds"]:
+        lost = f", lost: {', '.join(row['lost'])}" if row["lost"] else ""
+        print(
+            f"round {row['round']}: {row['seconds']:.1f} s, "
+            f"clients: {', '.join(row['participants'])}{lost}"
+        )
+    return 0
+
+
 # --- helmsman ----------------------------------------------------------------
 
 

@@ -54,6 +54,7 @@ def aggregate_adapters(
     settings: AggregationSettings | None = None,
     reference: str | Path | State | None = None,
     seed: int = 0,
+    absent: dict | None = None,
 ) -> dict:
     """Aggregate adapter folders into ``output`` and account for the traffic.
 
@@ -75,6 +76,10 @@ def aggregate_adapters(
     reference
         the adapter the clients started from (a folder or tensors): DP clips
         updates against it and server momentum steps from it.
+    absent
+        clients whose adapters are not in ``client_folders`` because a live
+        federation never asked them (``not_sampled``: names) or never heard
+        back (``lost``: name -> reason); they count in the federation's size.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy {strategy!r} is not one of {sorted(STRATEGIES)}")
@@ -89,6 +94,9 @@ def aggregate_adapters(
             "DP and server momentum need the adapter the clients started from"
         )
     taken, adapters, record = admit(client_folders, settings, round, seed, start)
+    absent = absent or {}
+    record["not_sampled"] += list(absent.get("not_sampled", []))
+    record["lost"] = dict(absent.get("lost", {}))
     weights = [weights[i] for i in taken] if weights is not None else None
     applied, fallback = strategy, None
     if strategy == "weighted" and weights is not None and not any(weights):
@@ -96,7 +104,8 @@ def aggregate_adapters(
         fallback = "every client's weight is 0: unweighted mean used instead"
         log.warning("aggregate: round %d: %s", round, fallback)
     states = [over_the_wire(a.tensors, settings.uplink) for a in adapters]
-    federation = (len(client_folders), len(client_folders) - len(record["not_sampled"]))
+    population = len(client_folders) + len(absent.get("not_sampled", [])) + len(record["lost"])
+    federation = (population, population - len(record["not_sampled"]))
     merged, extra = combine(states, weights if applied == "weighted" else None,
                             settings, base, seed, round, federation)  # fmt: skip
     velocity_in = _velocity(start)

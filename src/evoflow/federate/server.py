@@ -1,0 +1,200 @@
+"""The Flower ``ServerApp`` of a federated method: it finds one SuperNode per
+configured client, then each round sends the global adapter to the round's
+clients, writes what comes back as adapter folders and runs the same server
+step as the workflow (``fed.server_round``), so ``global/adapter`` and
+``comm.json`` are the simulation's files. Every received message is logged to
+the round's ``wire.jsonl`` (record types, keys, bytes, counts).
+
+A client that errs or does not answer within ``round-timeout`` is *lost*: the
+round goes on with the others when ``allow-partial`` is set (comm.json names
+it under ``lost``), else the federation stops with an error naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from flwr.app import ConfigRecord, Context, Message, RecordDict
+from flwr.serverapp import Grid, ServerApp
+
+from evoflow.atomic import write_json
+from evoflow.config import validate_config
+from evoflow.fed.adapters import load_adapter
+from evoflow.fed.participation import sample_clients
+from evoflow.fed.server_round import server_round
+from evoflow.fed.settings import AggregationSettings
+from evoflow.federate import wire
+from evoflow.methods import Layout, family, methods_from_config
+
+log = logging.getLogger(__name__)
+app = ServerApp()
+SUMMARY = (
+    "federation.json"  # beside the method's rounds: status, errors, time per round
+)
+
+
+class FederationError(RuntimeError):
+    """The federation cannot go on (a client lost without partial participation, ...)."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    config: dict
+    method: str
+    results: str  # the server's results folder of the experiment
+    allow_partial: bool = False
+    round_timeout: float = 3600.0
+    join_timeout: float = 120.0
+
+    @classmethod
+    def from_run_config(cls, run_config) -> Plan:
+        config = validate_config(
+            json.loads(str(run_config["config"])), source="run config"
+        )
+        return cls(config, str(run_config["method"]), str(run_config["results"]),
+                   bool(run_config.get("allow-partial", False)),
+                   float(run_config.get("round-timeout", 3600.0)),
+                   float(run_config.get("join-timeout", 120.0)))  # fmt: skip
+
+
+@app.main()
+def main(grid: Grid, context: Context) -> None:
+    plan = Plan.from_run_config(context.run_config)
+    summary_path = Path(plan.results) / plan.method / SUMMARY
+    summary: dict = {"method": plan.method, "status": "running", "rounds": []}
+    write_json(summary_path, summary)
+    try:
+        serve(grid, plan, summary, lambda: write_json(summary_path, summary))
+        summary["status"] = "done"
+    except (
+        Exception
+    ) as exc:  # recorded for the launcher, then re-raised for Flower's log
+        summary.update(status="failed", error=f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        write_json(summary_path, summary)
+
+
+def serve(grid: Grid, plan: Plan, summary: dict, save=lambda: None) -> None:
+    """Every round of ``plan.method``; ``summary`` collects per-round wall
+    times (``save`` writes it after each round)."""
+    method = methods_from_config(plan.config)[plan.method]
+    if not method.kind.federated:
+        raise FederationError(
+            f"method {plan.method!r} ({method.kind.name}) is not federated"
+        )
+    clients = list(plan.config["envs"])
+    nodes = identify(grid, clients, plan.join_timeout)
+    summary["nodes"] = {c: str(n) for c, n in nodes.items()}
+    layout = Layout(plan.results)
+    for round in range(1, method.rounds + 1):
+        started = time.perf_counter()
+        record = run_round(grid, plan, method, layout, nodes, round)
+        seconds = round_seconds(started)
+        summary["rounds"].append({"round": round, "seconds": seconds,
+                                  "participants": record["participants"],
+                                  "lost": sorted(record["lost"])})  # fmt: skip
+        log.info("federation: round %d done in %.1f s", round, seconds)
+        save()
+
+
+def round_seconds(started: float) -> float:
+    return float(f"{time.perf_counter() - started:.3f}")
+
+
+def identify(grid: Grid, clients: list[str], timeout: float) -> dict[str, int]:
+    """Wait for the SuperNodes and ask each which client it is: {client: node id}."""
+    deadline, nodes = time.monotonic() + timeout, []
+    while len(nodes) < len(clients) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        nodes = list(grid.get_node_ids())
+    if len(nodes) < len(clients):
+        raise FederationError(f"{len(nodes)} of {len(clients)} SuperNodes connected "
+                              f"within {timeout:.0f} s (clients: {', '.join(clients)})")  # fmt: skip
+    asks = [Message(RecordDict(), n, "query") for n in nodes]
+    found: dict[str, int] = {}
+    for reply in grid.send_and_receive(asks, timeout=timeout):
+        if reply.has_error():
+            raise FederationError(
+                f"node {reply.metadata.src_node_id}: {reply.error.reason}"
+            )
+        name = str(reply.content.config_records[wire.META]["client"])
+        if name not in clients or name in found:
+            raise FederationError(f"node {reply.metadata.src_node_id} says it is client "
+                                  f"{name!r}: not one of {clients} or taken twice")  # fmt: skip
+        found[name] = reply.metadata.src_node_id
+    missing = [c for c in clients if c not in found]
+    if missing:
+        raise FederationError(
+            f"no SuperNode answered for client(s) {', '.join(missing)}"
+        )
+    return {c: found[c] for c in clients}  # the config's order, as the simulation
+
+
+def task_content(plan: Plan, method, layout: Layout, round: int) -> RecordDict:
+    """What the server sends down: the round, the config and (from round 2)
+    last round's global adapter."""
+    server = AggregationSettings(**method.options.get("aggregation", {}))
+    task = ConfigRecord({"method": method.name, "round": round, "uplink": server.uplink,
+                         "config": json.dumps(plan.config, sort_keys=True)})  # fmt: skip
+    if round == 1:
+        return RecordDict({wire.TASK: task})
+    content = wire.encode_adapter(
+        load_adapter(layout.global_adapter(method.name, round - 1))
+    )
+    content[wire.TASK] = task
+    return content
+
+
+def run_round(grid: Grid, plan: Plan, method, layout: Layout, nodes: dict[str, int],
+              round: int) -> dict:  # fmt: skip
+    """Send, collect, aggregate; returns the round's comm.json record."""
+    server = AggregationSettings(**method.options.get("aggregation", {}))
+    clients = list(nodes)
+    sampled = sample_clients(clients, server.participation, plan.config["seed"], round)
+    content = task_content(plan, method, layout, round)
+    asks = [Message(content, nodes[c], "train", group_id=str(round)) for c in sampled]
+    folders, lost, wire_log = [], {}, layout.server(method.name, round, "wire.jsonl")
+    Path(wire_log).parent.mkdir(parents=True, exist_ok=True)
+    with open(wire_log, "w") as out:
+        replies = grid.send_and_receive(asks, timeout=plan.round_timeout)
+        # the SuperLink itself answers for a node it lost: match replies by message
+        asked = {m.metadata.message_id: c for m, c in zip(asks, sampled, strict=True)}
+        for reply in replies:
+            client = asked[reply.metadata.reply_to_message_id]
+            if reply.has_error():
+                lost[client] = f"client error: {reply.error.reason}"
+                continue
+            out.write(
+                json.dumps({"client": client, "records": wire.describe(reply.content)})
+                + "\n"
+            )
+            folder = layout.client(method.name, round, client, "adapter")
+            wire.write_received(reply.content, folder)
+            folders.append((client, folder))
+    answered = {c for c, _ in folders}
+    for client in sampled:
+        if client not in answered and client not in lost:
+            lost[client] = f"no reply within {plan.round_timeout:.0f} s"
+    for client, reason in lost.items():
+        log.error("federation: round %d: client %s lost (%s)", round, client, reason)
+    if lost and not plan.allow_partial:
+        raise FederationError(f"round {round}: client(s) {', '.join(sorted(lost))} lost "
+                              f"({'; '.join(f'{c}: {r}' for c, r in sorted(lost.items()))}); "
+                              "allow partial participation to go on without them")  # fmt: skip
+    if not folders:
+        raise FederationError(f"round {round}: no client answered ({lost})")
+    folders.sort(key=lambda item: clients.index(item[0]))
+    return server_round(
+        [f for _, f in folders], layout.global_adapter(method.name, round),
+        layout.comm(method.name, round), family(method).aggregation(method),
+        replace(server, participation=1.0), round, plan.config["seed"],
+        plan.config["model"]["name"], method.sft_for(1, clients[0]).to_dict(),
+        reference=layout.global_adapter(method.name, round - 1) if round > 1 and server.needs_reference else None,
+        previous_comm=layout.comm(method.name, round - 1) if round > 1 else None,
+        absent={"not_sampled": [c for c in clients if c not in sampled], "lost": lost},
+    )  # fmt: skip

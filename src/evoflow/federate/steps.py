@@ -1,0 +1,83 @@
+"""One client's round on its own machine: explore with the adapter the server
+sent, extend the experience buffer, train — the same library calls, settings
+and file layout as the Snakemake simulation's jobs, under the client's own
+results folder. Nothing here sends anything; trajectories stay where they are
+written."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from evoflow.config import config_hash
+from evoflow.methods import Layout, family, jobs
+from evoflow.methods.base import Method
+
+log = logging.getLogger(__name__)
+
+
+def client_layout(root: str | Path, config: dict) -> Layout:
+    """The client's store: ``<root>/results/<experiment>``, as in a simulated run."""
+    return Layout(str(Path(root).resolve() / "results" / config["experiment"]))
+
+
+def ensure_expert_demos(layout: Layout, config: dict, env: str) -> str:
+    """The env's expert demonstrations (the seed buffer) and their manifest."""
+    from evoflow.rollout.expert import write_demos
+    from evoflow.store.manifest import write_shards_manifest
+
+    manifest = layout.expert_manifest(env)
+    if Path(manifest).is_file():
+        return manifest
+    settings = jobs.expert_settings(config, env)
+    experiment, seed = config["experiment"], config["seed"]
+    write_demos(
+        layout.demos(env),
+        env_name=env,
+        n_tasks=settings["demos"],
+        experiment=experiment,
+        seed=seed,
+        config_hash=config_hash(dict(settings, experiment=experiment, seed=seed)),
+        max_turns=settings["max_turns"],
+        demos_file=settings["demos_file"],
+    )
+    write_shards_manifest(manifest, [layout.demos(env)], rule="expert_manifest")
+    return manifest
+
+
+def client_round(config: dict, method: Method, env: str, round: int,
+                 start: str | None, layout: Layout, threads: int = 1) -> str:  # fmt: skip
+    """Run round ``round`` of ``method`` for client ``env`` from the ``start``
+    adapter folder (``None``: the fresh LoRA of round 1); returns the trained
+    adapter's folder."""
+    from evoflow.rollout.explore import explore
+    from evoflow.store.manifest import build_buffer
+    from evoflow.train.run import train_from_manifest
+
+    wiring = family(method)
+    ensure_expert_demos(layout, config, env)
+    name = method.name
+    if method.kind.explores:
+        sampling = wiring.explore_sampling(method, config["generation"])
+        settings = jobs.runtime_settings(config, [env], ["explore", "max_turns", "remote"],
+                                         sampling)  # fmt: skip
+        explored = layout.client(name, round, env, "explore.parquet")
+        explore(settings, config_hash(settings), env_name=env, method=name, round=round,
+                adapter=start, output=explored, threads=threads)  # fmt: skip
+        sources = wiring.buffer_inputs(layout, method, round, env)
+        build_buffer(layout.client(name, round, env, "buffer.json"),
+                     seed_manifest=sources["seed"], explored=sources["explored"],
+                     select=wiring.buffer_select(method), previous=sources.get("previous"),
+                     info={"method": name, "round": round, "client": env})  # fmt: skip
+    output = layout.client(name, round, env, "adapter")
+    train_from_manifest(
+        wiring.train_manifest(layout, method, round, env),
+        model=config["model"]["name"],
+        output=output,
+        sft=method.sft_for(round, env).to_dict(),
+        init_adapter=start,
+        loss_log=str(Path(output).parent / "train.loss.jsonl"),
+        threads=threads,
+    )
+    log.info("client %s: round %d of %s trained -> %s", env, round, name, output)
+    return output
