@@ -104,7 +104,9 @@ def aggregate_adapters(
         fallback = "every client's weight is 0: unweighted mean used instead"
         log.warning("aggregate: round %d: %s", round, fallback)
     states = [over_the_wire(a.tensors, settings.uplink) for a in adapters]
-    population = len(client_folders) + len(absent.get("not_sampled", [])) + len(record["lost"])
+    population = (
+        len(client_folders) + len(absent.get("not_sampled", [])) + len(record["lost"])
+    )
     federation = (population, population - len(record["not_sampled"]))
     merged, extra = combine(states, weights if applied == "weighted" else None,
                             settings, base, seed, round, federation)  # fmt: skip
