@@ -41,12 +41,14 @@ def simulate(config: Path, method: str, rounds: int, results: str, workdir: Path
     """(total seconds, seconds of each round from 2 on) of the Snakemake run."""
     target = f"{results}/{method}/round={rounds}/global/adapter"
     started = time.time()
-    subprocess.run(
+    run = subprocess.run(
         [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
          "--directory", str(workdir), "--configfile", str(config), "--cores", str(cores),
          "--quiet", "rules", "--", target],
-        check=True, stdout=subprocess.DEVNULL,
+        capture_output=True, text=True,
     )  # fmt: skip
+    if run.returncode != 0:
+        raise SystemExit(f"the simulation failed:\n{run.stderr[-3000:]}")
     total = time.time() - started
     ends = [(workdir / f"{results}/{method}/round={r}/global/comm.json").stat().st_mtime
             for r in range(1, rounds + 1)]  # fmt: skip

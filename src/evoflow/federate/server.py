@@ -70,9 +70,7 @@ def main(grid: Grid, context: Context) -> None:
     try:
         serve(grid, plan, summary, lambda: write_json(summary_path, summary))
         summary["status"] = "done"
-    except (
-        Exception
-    ) as exc:  # recorded for the launcher, then re-raised for Flower's log
+    except Exception as exc:  # for the launcher; re-raised for Flower's log
         summary.update(status="failed", error=f"{type(exc).__name__}: {exc}")
         raise
     finally:
@@ -150,18 +148,15 @@ def task_content(plan: Plan, method, layout: Layout, round: int) -> RecordDict:
     return content
 
 
-def run_round(grid: Grid, plan: Plan, method, layout: Layout, nodes: dict[str, int],
-              round: int) -> dict:  # fmt: skip
-    """Send, collect, aggregate; returns the round's comm.json record."""
-    server = AggregationSettings(**method.options.get("aggregation", {}))
-    clients = list(nodes)
-    sampled = sample_clients(clients, server.participation, plan.config["seed"], round)
-    content = task_content(plan, method, layout, round)
-    asks = [Message(content, nodes[c], "train", group_id=str(round)) for c in sampled]
-    folders, lost, wire_log = [], {}, layout.server(method.name, round, "wire.jsonl")
+def collect(grid: Grid, asks: list[Message], sampled: list[str], folder_of, wire_log: str,
+            timeout: float) -> tuple[dict[str, str], dict[str, str]]:  # fmt: skip
+    """Send the round's messages and keep what comes back as adapter folders:
+    ({client: folder}, {client: why it is lost}). A reply that is an error or
+    not an adapter loses its client; each reply's records go to ``wire_log``."""
+    folders, lost = {}, {}
     Path(wire_log).parent.mkdir(parents=True, exist_ok=True)
     with open(wire_log, "w") as out:
-        replies = grid.send_and_receive(asks, timeout=plan.round_timeout)
+        replies = grid.send_and_receive(asks, timeout=timeout)
         # the SuperLink itself answers for a node it lost: match replies by message
         asked = {m.metadata.message_id: c for m, c in zip(asks, sampled, strict=True)}
         for reply in replies:
@@ -169,17 +164,30 @@ def run_round(grid: Grid, plan: Plan, method, layout: Layout, nodes: dict[str, i
             if reply.has_error():
                 lost[client] = f"client error: {reply.error.reason}"
                 continue
-            out.write(
-                json.dumps({"client": client, "records": wire.describe(reply.content)})
-                + "\n"
-            )
-            folder = layout.client(method.name, round, client, "adapter")
-            wire.write_received(reply.content, folder)
-            folders.append((client, folder))
-    answered = {c for c, _ in folders}
+            described = wire.describe(reply.content)
+            out.write(json.dumps({"client": client, "records": described}) + "\n")
+            try:
+                wire.write_received(reply.content, folder_of(client))
+            except (wire.WireError, ValueError) as exc:
+                lost[client] = f"bad message: {exc}"
+                continue
+            folders[client] = folder_of(client)
     for client in sampled:
-        if client not in answered and client not in lost:
-            lost[client] = f"no reply within {plan.round_timeout:.0f} s"
+        if client not in folders and client not in lost:
+            lost[client] = f"no reply within {timeout:.0f} s"
+    return folders, lost
+
+
+def run_round(grid: Grid, plan: Plan, method, layout: Layout, nodes: dict[str, int],
+              round: int) -> dict:  # fmt: skip
+    """Send, collect, aggregate; returns the round's comm.json record."""
+    server = AggregationSettings(**method.options.get("aggregation", {}))
+    clients, name = list(nodes), method.name
+    sampled = sample_clients(clients, server.participation, plan.config["seed"], round)
+    content = task_content(plan, method, layout, round)
+    asks = [Message(content, nodes[c], "train", group_id=str(round)) for c in sampled]
+    folders, lost = collect(grid, asks, sampled, lambda c: layout.client(name, round, c, "adapter"),
+                            layout.server(name, round, "wire.jsonl"), plan.round_timeout)  # fmt: skip
     for client, reason in lost.items():
         log.error("federation: round %d: client %s lost (%s)", round, client, reason)
     if lost and not plan.allow_partial:
@@ -188,13 +196,13 @@ def run_round(grid: Grid, plan: Plan, method, layout: Layout, nodes: dict[str, i
                               "allow partial participation to go on without them")  # fmt: skip
     if not folders:
         raise FederationError(f"round {round}: no client answered ({lost})")
-    folders.sort(key=lambda item: clients.index(item[0]))
+    previous = round - 1 if round > 1 else None
     return server_round(
-        [f for _, f in folders], layout.global_adapter(method.name, round),
-        layout.comm(method.name, round), family(method).aggregation(method),
+        [folders[c] for c in clients if c in folders], layout.global_adapter(name, round),
+        layout.comm(name, round), family(method).aggregation(method),
         replace(server, participation=1.0), round, plan.config["seed"],
         plan.config["model"]["name"], method.sft_for(1, clients[0]).to_dict(),
-        reference=layout.global_adapter(method.name, round - 1) if round > 1 and server.needs_reference else None,
-        previous_comm=layout.comm(method.name, round - 1) if round > 1 else None,
+        reference=layout.global_adapter(name, previous) if previous and server.needs_reference else None,
+        previous_comm=layout.comm(name, previous) if previous else None,
         absent={"not_sampled": [c for c in clients if c not in sampled], "lost": lost},
     )  # fmt: skip

@@ -1,0 +1,70 @@
+"""The server's side of a round with Flower messages delivered in-process: a
+good adapter is kept, an error reply, a reply carrying anything but adapter
+records and a missing reply each lose their client with the reason."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from flwr.app import ConfigRecord, Context, Message, RecordDict
+from flwr.clientapp import ClientApp
+from flwr.common.constant import SUPERLINK_NODE_ID
+from flwr.supercore.task_identity import TaskIdentity
+
+from evoflow.fed.adapters import Adapter, load_adapter
+from evoflow.federate import wire
+from evoflow.federate.server import collect
+from evoflow.helmsman.runtime import RUN_ID, LocalGrid
+
+CONFIG = {"peft_type": "LORA", "r": 1, "lora_alpha": 2, "target_modules": ["q"],
+          "base_model_name_or_path": "tiny"}  # fmt: skip
+client_app = ClientApp()
+
+
+@client_app.train()
+def train(message: Message, context: Context) -> Message:
+    name = context.node_config["client"]
+    if name == "crashes":
+        raise RuntimeError("out of memory")
+    adapter = Adapter(Path("."), CONFIG, {"q.lora_A.weight": torch.ones(1, 3)})
+    reply = wire.encode_adapter(adapter, "fp32", name)
+    if name == "leaks":
+        reply["episodes"] = ConfigRecord({"first": "You are in a maze."})
+    return Message(reply, reply_to=message)
+
+
+class SilentGrid(LocalGrid):
+    """Never delivers the reply of the client named ``silent``."""
+
+    def send_and_receive(self, messages, *, timeout=None):
+        replies = super().send_and_receive(messages, timeout=timeout)
+        return [r for r in replies if self.names[r.metadata.src_node_id] != "silent"]
+
+
+def test_each_reply_is_kept_or_its_client_lost_with_the_reason(tmp_path):
+    TaskIdentity.task_id, TaskIdentity.run_id = 1, RUN_ID
+    TaskIdentity.node_id = SUPERLINK_NODE_ID
+    names = ["good", "crashes", "leaks", "silent"]
+    contexts = {i: Context(run_id=RUN_ID, node_id=i, node_config={"client": n},
+                           state=RecordDict(), run_config={})
+                for i, n in enumerate(names, start=1)}  # fmt: skip
+    grid = SilentGrid(client_app, contexts)
+    grid.names = {i: n for i, n in enumerate(names, start=1)}
+    asks = [Message(RecordDict(), i, "train") for i in contexts]
+    folders, lost = collect(grid, asks, names, lambda c: str(tmp_path / c / "adapter"),
+                            str(tmp_path / "wire.jsonl"), timeout=5)  # fmt: skip
+    assert list(folders) == ["good"]
+    assert load_adapter(folders["good"]).tensors["q.lora_A.weight"].sum() == 3
+    assert "out of memory" in lost["crashes"]
+    assert lost["leaks"].startswith("bad message: unexpected record 'episodes'")
+    assert lost["silent"] == "no reply within 5 s"
+    logged = [
+        json.loads(line) for line in (tmp_path / "wire.jsonl").read_text().splitlines()
+    ]
+    assert [e["client"] for e in logged] == [
+        "good",
+        "leaks",
+    ]  # what arrived is on record
+    assert logged[1]["records"]["episodes"]["type"] == "ConfigRecord"
