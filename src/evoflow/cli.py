@@ -321,6 +321,12 @@ def _federate_args(p: argparse.ArgumentParser) -> None:
         default=3600.0,
         help="seconds the server waits for a round's replies",
     )
+    p.add_argument(
+        "--join-timeout",
+        type=float,
+        default=120.0,
+        help="seconds the server waits for every client's SuperNode",
+    )
     p.add_argument("--timeout", type=float, help="seconds for the whole federation")
 
 
@@ -334,7 +340,8 @@ def _federate(args: argparse.Namespace) -> int:
 
     summary = federate(args.config, args.method, args.workdir, superlink=args.superlink,
                        allow_partial=args.allow_partial, round_timeout=args.round_timeout,
-                       timeout=args.timeout, root_certificates=args.root_certificates)  # fmt: skip
+                       timeout=args.timeout, root_certificates=args.root_certificates,
+                       join_timeout=args.join_timeout)  # fmt: skip
     for row in summary["rounds"]:
         lost = f", lost: {', '.join(row['lost'])}" if row["lost"] else ""
         print(

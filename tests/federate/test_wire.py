@@ -91,3 +91,18 @@ def test_site_training_overrides_name_unknown_settings():
     assert site.sft.lora_r == 4 and method.sft.lora_r != 4
     with pytest.raises(ValueError, match="train.lora_rank: no such SFT setting"):
         site_training(method, _context({"train.lora_rank": 4}))
+
+
+def test_federate_refuses_a_method_that_is_not_federated(tmp_path):
+    from evoflow.errors import EvoflowError
+    from evoflow.federate.launch import federate
+    from tests.workflow.conftest import ROOT
+
+    text = (ROOT / "tests/configs/tiny_federate.yaml").read_text()
+    config = tmp_path / "c.yaml"
+    config.write_text(text.replace("  fedse: {}", "  local: {}"))
+    with pytest.raises(
+        EvoflowError, match="'local' is of kind 'local', which is not federated"
+    ):
+        federate(config, "local", tmp_path)
+    assert not (tmp_path / "federation").exists()  # refused before starting anything

@@ -19,6 +19,7 @@ from pathlib import Path
 from evoflow.config import load_config
 from evoflow.errors import EvoflowError
 from evoflow.federate.server import SUMMARY
+from evoflow.methods import methods_from_config
 
 APP = """[build-system]
 requires = ["hatchling"]
@@ -149,18 +150,23 @@ def federate(config_path: str | Path, method: str, workdir: str | Path = ".",
              superlink: str | None = None, allow_partial: bool = False,
              round_timeout: float = 3600.0, timeout: float | None = None,
              node_config: dict[str, str] | None = None, root_certificates: str | None = None,
-             monitor=None) -> dict:  # fmt: skip
+             join_timeout: float = 120.0, monitor=None) -> dict:  # fmt: skip
     """Run ``method`` of the config as a Flower federation; returns the
     server's summary (status, time per round). With ``superlink`` (run this on
     the SuperLink's host: its ServerApp writes ``workdir/results`` there) no
     process is started here; ``root_certificates`` then verifies its TLS.
-    ``node_config`` adds ``key=value`` pairs to a local client's SuperNode.
+    ``node_config`` adds ``key=value`` pairs to a local client's SuperNode;
+    ``join_timeout`` bounds the wait for every client's SuperNode to connect.
     ``monitor(federation)`` is called about once a second while the run goes
     on (tests stop clients with it)."""
     config = load_config(config_path)
     workdir = Path(workdir).resolve()
     if method not in config["methods"]:
         raise EvoflowError(f"federate: no method {method!r} in {config_path}")
+    kind = methods_from_config(config)[method].kind
+    if not kind.federated:
+        raise EvoflowError(f"federate: method {method!r} is of kind {kind.name!r}, which "
+                           "is not federated (no rounds of client adapters to average)")  # fmt: skip
     folder = workdir / "federation" / config["experiment"] / method
     (folder / "logs").mkdir(parents=True, exist_ok=True)
     results = workdir / "results" / config["experiment"]
@@ -175,7 +181,8 @@ def federate(config_path: str | Path, method: str, workdir: str | Path = ".",
                          root_certificates=root_certificates)  # fmt: skip
         app = write_app(folder, {"config": json.dumps(config), "method": method,
                                  "results": str(results), "allow-partial": allow_partial,
-                                 "round-timeout": float(round_timeout)})  # fmt: skip
+                                 "round-timeout": float(round_timeout),
+                                 "join-timeout": float(join_timeout)})  # fmt: skip
         fed.start("run", ["flwr", "run", str(app), "evoflow", "--stream"], env, folder)
         return wait_for_summary(fed, summary, timeout, monitor)
     finally:
