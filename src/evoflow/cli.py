@@ -336,8 +336,12 @@ def _federate_args(p: argparse.ArgumentParser) -> None:
     _federate_args,
 )
 def _federate(args: argparse.Namespace) -> int:
+    import signal
+
     from evoflow.federate.launch import federate
 
+    # a plain `kill` stops the SuperLink and SuperNodes too (their cleanup runs)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     summary = federate(args.config, args.method, args.workdir, superlink=args.superlink,
                        allow_partial=args.allow_partial, round_timeout=args.round_timeout,
                        timeout=args.timeout, root_certificates=args.root_certificates,

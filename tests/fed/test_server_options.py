@@ -152,6 +152,24 @@ def test_the_server_step_records_who_took_part(tmp_path):
     assert float(merged[sorted(merged)[0]].flatten()[0]) == pytest.approx(expected)
 
 
+def test_a_lost_client_still_counts_in_the_sample_and_the_federation(tmp_path):
+    """A live federation's round: client 2 of 0..4 never answered. The sample
+    is drawn from all five (as if it had), and the lost one is named."""
+    names = [str(k) for k in range(5)]
+    folders = [write_adapter(tmp_path / f"client={k}" / "adapter", 1.0 + int(k))
+               for k in names if k != "2"]  # fmt: skip
+    settings = AggregationSettings(participation=0.6)
+    record = aggregate_adapters(folders, tmp_path / "g", tmp_path / "c.json", round=3,
+                                settings=settings, seed=1, clients=names,
+                                lost={"2": "no reply within 60 s"})  # fmt: skip
+    # seed 1, round 3 draws 0, 2, 4 of the five (drawn from the four who
+    # answered it would be 0 and 3)
+    assert sample_clients(names, 0.6, 1, 3) == ["0", "2", "4"]
+    assert record["participants"] == ["0", "4"]
+    assert record["not_sampled"] == ["1", "3"]
+    assert record["lost"] == {"2": "no reply within 60 s"}
+
+
 def test_dp_and_momentum_run_from_the_reference_adapter(tmp_path):
     start = write_adapter(tmp_path / "start", 1.0)
     clients = [

@@ -52,6 +52,18 @@ def test_bf16_uplink_rounds_like_the_simulation_in_half_the_bytes():
     assert half[wire.ADAPTER]["a.lora_A.weight"].numpy().dtype == np.uint16
 
 
+def test_arrays_that_are_not_what_the_message_says_are_refused():
+    content = wire.encode_adapter(_adapter(), "fp32")
+    content[wire.META]["dtype"] = wire.BF16_BITS  # float32 arrays labelled bf16
+    with pytest.raises(
+        wire.WireError, match="float32 array, but the message says bf16"
+    ):
+        wire.decode_adapter(content)
+    content[wire.META]["dtype"] = "int8"
+    with pytest.raises(wire.WireError, match="unknown encoding 'int8'"):
+        wire.decode_adapter(content)
+
+
 def test_a_received_adapter_becomes_a_peft_folder(tmp_path):
     content = wire.encode_adapter(_adapter(), "fp32", "wordle")
     assert wire.write_received(content, tmp_path / "adapter") == "wordle"
@@ -106,3 +118,23 @@ def test_federate_refuses_a_method_that_is_not_federated(tmp_path):
     ):
         federate(config, "local", tmp_path)
     assert not (tmp_path / "federation").exists()  # refused before starting anything
+
+
+def test_a_client_that_missed_a_round_carries_its_last_buffer_over(tmp_path):
+    from evoflow.config import load_config
+    from evoflow.federate.steps import carried_buffer, client_layout
+    from evoflow.methods import methods_from_config
+    from tests.workflow.conftest import ROOT
+
+    config = load_config(ROOT / "tests/configs/tiny_federate.yaml")
+    method = methods_from_config(config)["fedse"]
+    layout = client_layout(tmp_path, config)
+    assert carried_buffer(layout, method, 3, "maze") is None  # nothing yet: the demos
+    first = Path(layout.client("fedse", 1, "maze", "buffer.json"))
+    first.parent.mkdir(parents=True)
+    first.write_text("{}")
+    assert carried_buffer(layout, method, 3, "maze") == str(first)  # round 2 was missed
+    second = Path(layout.client("fedse", 2, "maze", "buffer.json"))
+    second.parent.mkdir(parents=True)
+    second.write_text("{}")
+    assert carried_buffer(layout, method, 3, "maze") == str(second)

@@ -42,10 +42,15 @@ def training_seconds(folder: str | Path) -> float:
 
 
 def admit(folders: Sequence[str | Path], settings: AggregationSettings, round: int,
-          seed: int, start: Adapter | None) -> tuple[list[int], list[Adapter], dict]:  # fmt: skip
-    """(indices of the admitted clients, their adapters, what comm.json says)."""
+          seed: int, start: Adapter | None,
+          clients: Sequence[str] | None = None) -> tuple[list[int], list[Adapter], dict]:  # fmt: skip
+    """(indices of the admitted clients, their adapters, what comm.json says).
+    ``clients`` is the whole federation in order (default: the folders'
+    clients), which the round's sample is drawn from even when some of them
+    sent nothing."""
     names = [client_name(f) for f in folders]
-    sampled = set(sample_clients(names, settings.participation, seed, round))
+    everyone = list(clients) if clients is not None else names
+    sampled = set(sample_clients(everyone, settings.participation, seed, round))
     seconds = {
         n: training_seconds(f)
         for n, f in zip(names, folders, strict=True)
@@ -76,7 +81,7 @@ def admit(folders: Sequence[str | Path], settings: AggregationSettings, round: i
                          f"(refused: {sorted(refused)}, late: {late})")  # fmt: skip
     record = {
         "participants": [names[i] for i in taken],
-        "not_sampled": [n for n in names if n not in sampled],
+        "not_sampled": [n for n in everyone if n not in sampled],
         "stragglers": {n: seconds[n] for n in late},
         "refused": refused,
     }

@@ -54,7 +54,8 @@ def aggregate_adapters(
     settings: AggregationSettings | None = None,
     reference: str | Path | State | None = None,
     seed: int = 0,
-    absent: dict | None = None,
+    clients: Sequence[str] | None = None,
+    lost: dict[str, str] | None = None,
 ) -> dict:
     """Aggregate adapter folders into ``output`` and account for the traffic.
 
@@ -76,10 +77,10 @@ def aggregate_adapters(
     reference
         the adapter the clients started from (a folder or tensors): DP clips
         updates against it and server momentum steps from it.
-    absent
-        clients whose adapters are not in ``client_folders`` because a live
-        federation never asked them (``not_sampled``: names) or never heard
-        back (``lost``: name -> reason); they count in the federation's size.
+    clients, lost
+        a live federation's clients in order, and those it never heard back
+        from this round (name -> reason): the round's sample is drawn from all
+        of them, and they all count in the federation's size.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy {strategy!r} is not one of {sorted(STRATEGIES)}")
@@ -93,10 +94,10 @@ def aggregate_adapters(
         raise ValueError(
             "DP and server momentum need the adapter the clients started from"
         )
-    taken, adapters, record = admit(client_folders, settings, round, seed, start)
-    absent = absent or {}
-    record["not_sampled"] += list(absent.get("not_sampled", []))
-    record["lost"] = dict(absent.get("lost", {}))
+    taken, adapters, record = admit(
+        client_folders, settings, round, seed, start, clients
+    )
+    record["lost"] = dict(lost or {})
     weights = [weights[i] for i in taken] if weights is not None else None
     applied, fallback = strategy, None
     if strategy == "weighted" and weights is not None and not any(weights):
@@ -104,9 +105,7 @@ def aggregate_adapters(
         fallback = "every client's weight is 0: unweighted mean used instead"
         log.warning("aggregate: round %d: %s", round, fallback)
     states = [over_the_wire(a.tensors, settings.uplink) for a in adapters]
-    population = (
-        len(client_folders) + len(absent.get("not_sampled", [])) + len(record["lost"])
-    )
+    population = len(clients) if clients is not None else len(client_folders)
     federation = (population, population - len(record["not_sampled"]))
     merged, extra = combine(states, weights if applied == "weighted" else None,
                             settings, base, seed, round, federation)  # fmt: skip

@@ -14,10 +14,13 @@ from evoflow.fed.settings import AggregationSettings
 def server_round(clients: Sequence[str | Path], output: str | Path, comm_path: str | Path,
                  strategy: str, server: AggregationSettings, round: int, seed: int,
                  model: str, sft: dict, reference: str | None = None,
-                 previous_comm: str | None = None, absent: dict | None = None) -> dict:  # fmt: skip
+                 previous_comm: str | None = None, federation: list[str] | None = None,
+                 lost: dict[str, str] | None = None) -> dict:  # fmt: skip
     """Aggregate ``clients`` (adapter folders) into ``output``; ``reference`` is
     last round's global adapter where the step needs it (round 1: the fresh LoRA
-    every client began from is rebuilt from ``model`` and ``sft``)."""
+    every client began from is rebuilt from ``model`` and ``sft``). A live
+    federation names all its clients (``federation``) and those ``lost`` this
+    round."""
     start = reference
     if server.needs_reference and start is None:
         from evoflow.train.sft_config import SFTConfig
@@ -36,5 +39,6 @@ def server_round(clients: Sequence[str | Path], output: str | Path, comm_path: s
         settings=server,
         reference=start,
         seed=seed,
-        absent=absent,
+        clients=federation,
+        lost=lost,
     )

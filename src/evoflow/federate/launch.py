@@ -6,6 +6,7 @@ elsewhere. Every process gets a timeout and is stopped on the way out."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import signal
@@ -15,33 +16,25 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
+import tomli_w
+
+from evoflow.atomic import write_text
 from evoflow.config import load_config
 from evoflow.errors import EvoflowError
 from evoflow.federate.server import SUMMARY
 from evoflow.methods import methods_from_config
 
-APP = """[build-system]
-requires = ["hatchling"]
-build-backend = "hatchling.build"
-
-[project]
-name = "evoflow-federation"
-version = "1.0.0"
-description = "evoflow: one federated method as a Flower app"
-license = "Apache-2.0"
-dependencies = []
-
-[tool.flwr.app]
-publisher = "evoflow"
-
-[tool.flwr.app.components]
-serverapp = "evoflow.federate.server:app"
-clientapp = "evoflow.federate.client:app"
-
-[tool.flwr.app.config]
-{run_config}
-"""
+APP = {  # the Flower app ``flwr run`` builds: configuration only
+    "build-system": {"requires": ["hatchling"], "build-backend": "hatchling.build"},
+    "project": {"name": "evoflow-federation", "version": "1.0.0", "license": "Apache-2.0",
+                "description": "evoflow: one federated method as a Flower app",
+                "dependencies": []},
+    "tool": {"flwr": {"app": {"publisher": "evoflow", "components": {
+        "serverapp": "evoflow.federate.server:app",
+        "clientapp": "evoflow.federate.client:app"}}}},
+}  # fmt: skip
 
 
 @dataclass
@@ -50,26 +43,39 @@ class Federation:
 
     folder: Path
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
+    logs: dict[str, IO] = field(default_factory=dict)
 
     def start(self, name: str, argv: list[str], env: dict, cwd: Path) -> None:
-        log = open(self.folder / "logs" / f"{name}.log", "w")
+        self.logs[name] = open(self.folder / "logs" / f"{name}.log", "w")
         self.processes[name] = subprocess.Popen(
-            argv, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd,
+            argv, stdout=self.logs[name], stderr=subprocess.STDOUT, env=env, cwd=cwd,
             start_new_session=True,
         )  # fmt: skip
 
     def stop(self, name: str | None = None) -> None:
-        """Stop one process group (a SuperNode with its app processes), or all."""
+        """Stop one process group (a SuperNode with its app processes), or all:
+        SIGTERM, then SIGKILL after 10 s; members left behind by a group
+        leader that already exited are signalled too."""
         for key in [name] if name else list(self.processes):
             proc = self.processes.pop(key, None)
-            if proc is None or proc.poll() is not None:
-                continue
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
+            if proc is not None:
+                _signal_group(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    pass
+                _signal_group(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            log = self.logs.pop(key, None)
+            if log is not None:
+                log.close()
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:  # the whole group is gone already
+        pass
 
 
 def free_port() -> int:
@@ -94,20 +100,23 @@ def write_app(folder: Path, run_config: dict) -> Path:
     components are imported from the installed evoflow on every machine)."""
     app = folder / "app"
     app.mkdir(parents=True, exist_ok=True)
-    lines = "\n".join(f"{k} = {json.dumps(v)}" for k, v in run_config.items())
-    (app / "pyproject.toml").write_text(APP.format(run_config=lines))
+    pyproject = copy.deepcopy(APP)
+    pyproject["tool"]["flwr"]["app"]["config"] = run_config
+    write_text(app / "pyproject.toml", tomli_w.dumps(pyproject))
     return app
 
 
-def write_connection(home: Path, address: str, insecure: bool = True,
-                     root_certificates: str | None = None) -> None:  # fmt: skip
-    """The SuperLink connection ``flwr run`` uses (FLWR_HOME/config.toml)."""
+def write_connection(
+    home: Path, address: str, root_certificates: str | None = None
+) -> None:
+    """The SuperLink connection ``flwr run`` uses (FLWR_HOME/config.toml):
+    TLS verified with ``root_certificates``, else plain HTTP."""
     home.mkdir(parents=True, exist_ok=True)
-    tls = f'root-certificates = "{root_certificates}"\n' if root_certificates else ""
-    (home / "config.toml").write_text(
-        f'[superlink]\ndefault = "evoflow"\n\n[superlink.evoflow]\naddress = "{address}"\n'
-        f"insecure = {'true' if insecure else 'false'}\n{tls}"
-    )
+    connection: dict = {"address": address, "insecure": root_certificates is None}
+    if root_certificates:
+        connection["root-certificates"] = str(Path(root_certificates).resolve())
+    write_text(home / "config.toml",
+               tomli_w.dumps({"superlink": {"default": "evoflow", "evoflow": connection}}))  # fmt: skip
 
 
 def wait_for_port(port: int, timeout: float, process: subprocess.Popen) -> None:
@@ -159,6 +168,12 @@ def federate(config_path: str | Path, method: str, workdir: str | Path = ".",
     ``join_timeout`` bounds the wait for every client's SuperNode to connect.
     ``monitor(federation)`` is called about once a second while the run goes
     on (tests stop clients with it)."""
+    for name, value in (("round_timeout", round_timeout), ("join_timeout", join_timeout),
+                        ("timeout", timeout if timeout is not None else 1.0)):  # fmt: skip
+        if not 0 < value < float("inf"):
+            raise EvoflowError(
+                f"federate: {name} must be a positive number of seconds, got {value}"
+            )
     config = load_config(config_path)
     workdir = Path(workdir).resolve()
     if method not in config["methods"]:
@@ -177,8 +192,7 @@ def federate(config_path: str | Path, method: str, workdir: str | Path = ".",
         address = superlink or start_local(
             fed, list(config["envs"]), workdir, env, node_config
         )
-        write_connection(folder / "flwr-home", address, insecure=root_certificates is None,
-                         root_certificates=root_certificates)  # fmt: skip
+        write_connection(folder / "flwr-home", address, root_certificates)
         app = write_app(folder, {"config": json.dumps(config), "method": method,
                                  "results": str(results), "allow-partial": allow_partial,
                                  "round-timeout": float(round_timeout),
@@ -189,24 +203,27 @@ def federate(config_path: str | Path, method: str, workdir: str | Path = ".",
         fed.stop()
 
 
-def wait_for_summary(
-    fed: Federation, summary: Path, timeout: float | None, monitor
-) -> dict:
-    """Poll the server's summary until the run is done or failed."""
+def wait_for_summary(fed: Federation, summary: Path, timeout: float | None, monitor,
+                     grace: float = 30.0) -> dict:  # fmt: skip
+    """Poll the server's summary until the run is done or failed; a `flwr run`
+    that has exited while the summary still says running (a ServerApp killed
+    from outside) fails the run after ``grace`` seconds."""
     deadline = time.monotonic() + (timeout or float("inf"))
+    ended = None
     while time.monotonic() < deadline:
-        if summary.is_file():
-            found = json.loads(summary.read_text())
-            if found["status"] == "done":
-                return found
-            if found["status"] == "failed":
+        found = json.loads(summary.read_text()) if summary.is_file() else {}
+        if found.get("status") == "done":
+            return found
+        if found.get("status") == "failed":
+            raise EvoflowError(
+                f"federate: {found['error']} (logs: {fed.folder / 'logs'})"
+            )
+        if fed.processes["run"].poll() is not None:
+            ended = ended or time.monotonic()
+            if time.monotonic() - ended > grace:
                 raise EvoflowError(
-                    f"federate: {found['error']} (logs: {fed.folder / 'logs'})"
-                )
-        run = fed.processes["run"]
-        if run.poll() is not None and not summary.is_file():
-            raise EvoflowError(f"federate: `flwr run` exited (code {run.returncode}) before the "
-                               f"server wrote {summary}; see {fed.folder / 'logs'}")  # fmt: skip
+                    f"federate: `flwr run` exited (code {fed.processes['run'].returncode}) "
+                    f"and the server never finished {summary}; see {fed.folder / 'logs'}")  # fmt: skip
         if monitor is not None:
             monitor(fed)
         time.sleep(1.0)

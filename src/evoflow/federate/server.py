@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from flwr.app import ConfigRecord, Context, Message, RecordDict
@@ -24,7 +24,6 @@ from flwr.serverapp import Grid, ServerApp
 from evoflow.atomic import write_json
 from evoflow.config import validate_config
 from evoflow.fed.adapters import load_adapter
-from evoflow.fed.participation import sample_clients
 from evoflow.fed.server_round import server_round
 from evoflow.fed.settings import AggregationSettings
 from evoflow.federate import wire
@@ -74,6 +73,8 @@ def main(grid: Grid, context: Context) -> None:
         summary.update(status="failed", error=f"{type(exc).__name__}: {exc}")
         raise
     finally:
+        if summary["status"] == "running":  # stopped by something no handler sees
+            summary.update(status="failed", error="the ServerApp was interrupted")
         write_json(summary_path, summary)
 
 
@@ -114,22 +115,24 @@ def identify(grid: Grid, clients: list[str], timeout: float) -> dict[str, int]:
         raise FederationError(f"{len(nodes)} of {len(clients)} SuperNodes connected "
                               f"within {timeout:.0f} s (clients: {', '.join(clients)})")  # fmt: skip
     asks = [Message(RecordDict(), n, "query") for n in nodes]
-    found: dict[str, int] = {}
-    for reply in grid.send_and_receive(asks, timeout=timeout):
+    replies = grid.send_and_receive(asks, timeout=timeout)
+    node_of = {m.metadata.message_id: n for m, n in zip(asks, nodes, strict=True)}
+    found, problems = {}, []
+    for reply in replies:
+        node = node_of.get(reply.metadata.reply_to_message_id, "?")
         if reply.has_error():
-            raise FederationError(
-                f"node {reply.metadata.src_node_id}: {reply.error.reason}"
-            )
+            problems.append(f"node {node}: {reply.error.reason}")
+            continue
         name = str(reply.content.config_records[wire.META]["client"])
-        if name not in clients or name in found:
-            raise FederationError(f"node {reply.metadata.src_node_id} says it is client "
-                                  f"{name!r}: not one of {clients} or taken twice")  # fmt: skip
-        found[name] = reply.metadata.src_node_id
+        if name not in clients or name in found:  # another run's node, or a duplicate
+            log.warning("federation: node %s (client %r) left out", node, name)
+            problems.append(f"node {node} says it is {name!r}")
+            continue
+        found[name] = node
     missing = [c for c in clients if c not in found]
     if missing:
-        raise FederationError(
-            f"no SuperNode answered for client(s) {', '.join(missing)}"
-        )
+        raise FederationError(f"no SuperNode answered for client(s) {', '.join(missing)}"
+                              + (f" ({'; '.join(problems)})" if problems else ""))  # fmt: skip
     return {c: found[c] for c in clients}  # the config's order, as the simulation
 
 
@@ -160,7 +163,10 @@ def collect(grid: Grid, asks: list[Message], sampled: list[str], folder_of, wire
         # the SuperLink itself answers for a node it lost: match replies by message
         asked = {m.metadata.message_id: c for m, c in zip(asks, sampled, strict=True)}
         for reply in replies:
-            client = asked[reply.metadata.reply_to_message_id]
+            client = asked.get(reply.metadata.reply_to_message_id)
+            if client is None:
+                log.warning("federation: a reply to no message of this round, ignored")
+                continue
             if reply.has_error():
                 lost[client] = f"client error: {reply.error.reason}"
                 continue
@@ -180,13 +186,16 @@ def collect(grid: Grid, asks: list[Message], sampled: list[str], folder_of, wire
 
 def run_round(grid: Grid, plan: Plan, method, layout: Layout, nodes: dict[str, int],
               round: int) -> dict:  # fmt: skip
-    """Send, collect, aggregate; returns the round's comm.json record."""
+    """Send, collect, aggregate; returns the round's comm.json record.
+
+    Every client plays and trains every round, as in the simulation, so each
+    keeps growing its own buffer; the server step then averages the round's
+    sample (``participation``) of those that answered."""
     server = AggregationSettings(**method.options.get("aggregation", {}))
     clients, name = list(nodes), method.name
-    sampled = sample_clients(clients, server.participation, plan.config["seed"], round)
     content = task_content(plan, method, layout, round)
-    asks = [Message(content, nodes[c], "train", group_id=str(round)) for c in sampled]
-    folders, lost = collect(grid, asks, sampled, lambda c: layout.client(name, round, c, "adapter"),
+    asks = [Message(content, nodes[c], "train", group_id=str(round)) for c in clients]
+    folders, lost = collect(grid, asks, clients, lambda c: layout.client(name, round, c, "adapter"),
                             layout.server(name, round, "wire.jsonl"), plan.round_timeout)  # fmt: skip
     for client, reason in lost.items():
         log.error("federation: round %d: client %s lost (%s)", round, client, reason)
@@ -200,9 +209,9 @@ def run_round(grid: Grid, plan: Plan, method, layout: Layout, nodes: dict[str, i
     return server_round(
         [folders[c] for c in clients if c in folders], layout.global_adapter(name, round),
         layout.comm(name, round), family(method).aggregation(method),
-        replace(server, participation=1.0), round, plan.config["seed"],
+        server, round, plan.config["seed"],
         plan.config["model"]["name"], method.sft_for(1, clients[0]).to_dict(),
         reference=layout.global_adapter(name, previous) if previous and server.needs_reference else None,
         previous_comm=layout.comm(name, previous) if previous else None,
-        absent={"not_sampled": [c for c in clients if c not in sampled], "lost": lost},
+        federation=clients, lost=lost,
     )  # fmt: skip

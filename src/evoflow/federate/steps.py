@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from evoflow.atomic import write_text
 from evoflow.config import config_hash
 from evoflow.methods import Layout, family, jobs
 from evoflow.methods.base import Method
@@ -27,22 +28,41 @@ def ensure_expert_demos(layout: Layout, config: dict, env: str) -> str:
     from evoflow.store.manifest import write_shards_manifest
 
     manifest = layout.expert_manifest(env)
-    if Path(manifest).is_file():
-        return manifest
     settings = jobs.expert_settings(config, env)
     experiment, seed = config["experiment"], config["seed"]
+    digest = config_hash(dict(settings, experiment=experiment, seed=seed))
+    marker = Path(manifest).with_name(
+        "settings.sha256"
+    )  # what the demos were played with
+    if Path(manifest).is_file() and marker.is_file() and marker.read_text() == digest:
+        return manifest
     write_demos(
         layout.demos(env),
         env_name=env,
         n_tasks=settings["demos"],
         experiment=experiment,
         seed=seed,
-        config_hash=config_hash(dict(settings, experiment=experiment, seed=seed)),
+        config_hash=digest,
         max_turns=settings["max_turns"],
         demos_file=settings["demos_file"],
     )
     write_shards_manifest(manifest, [layout.demos(env)], rule="expert_manifest")
+    write_text(marker, digest)
     return manifest
+
+
+def carried_buffer(layout: Layout, method: Method, round: int, env: str) -> str | None:
+    """The buffer a round extends: last round's, or — for a client that
+    missed rounds (lost under partial participation) — its latest earlier one
+    (none: it restarts from the expert demos)."""
+    for earlier in range(round - 1, 0, -1):
+        path = layout.client(method.name, earlier, env, "buffer.json")
+        if Path(path).is_file():
+            if earlier < round - 1:
+                log.warning("client %s: no buffer of round %d; round %d's carried over",
+                            env, round - 1, earlier)  # fmt: skip
+            return path
+    return None
 
 
 def client_round(config: dict, method: Method, env: str, round: int,
@@ -67,7 +87,8 @@ def client_round(config: dict, method: Method, env: str, round: int,
         sources = wiring.buffer_inputs(layout, method, round, env)
         build_buffer(layout.client(name, round, env, "buffer.json"),
                      seed_manifest=sources["seed"], explored=sources["explored"],
-                     select=wiring.buffer_select(method), previous=sources.get("previous"),
+                     select=wiring.buffer_select(method),
+                     previous=carried_buffer(layout, method, round, env) if "previous" in sources else None,
                      info={"method": name, "round": round, "client": env})  # fmt: skip
     output = layout.client(name, round, env, "adapter")
     train_from_manifest(

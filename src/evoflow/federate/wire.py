@@ -63,10 +63,18 @@ def decode_adapter(content: RecordDict) -> tuple[dict, dict[str, torch.Tensor], 
         config = json.loads(str(meta["config"]))
     except (KeyError, json.JSONDecodeError) as exc:
         raise WireError(f"adapter config is not readable JSON ({exc})") from None
+    dtype = meta.get("dtype")
+    if dtype not in ("fp32", BF16_BITS):
+        raise WireError(f"adapter tensors of unknown encoding {dtype!r}")
     tensors = {}
     for name, array in content.array_records[ADAPTER].items():
         values = array.numpy()
-        if meta.get("dtype") == BF16_BITS:
+        expected = np.uint16 if dtype == BF16_BITS else np.float32
+        if values.dtype != expected:
+            raise WireError(
+                f"{name}: {values.dtype} array, but the message says {dtype}"
+            )
+        if dtype == BF16_BITS:
             bits = torch.from_numpy(values.view(np.int16).copy())
             tensors[name] = bits.view(torch.bfloat16).to(torch.float32)
         else:
