@@ -1,12 +1,15 @@
-"""The server's side of a round with Flower messages delivered in-process: a
-good adapter is kept, an error reply, a reply carrying anything but adapter
-records and a missing reply each lose their client with the reason."""
+"""The server's side with Flower messages delivered in-process: which node is
+which client (extras left out, the missing named with what went wrong), and a
+round's replies — a good adapter is kept, an error reply, a reply carrying
+anything but adapter records and a missing reply each lose their client with
+the reason."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import pytest
 import torch
 from flwr.app import ConfigRecord, Context, Message, RecordDict
 from flwr.clientapp import ClientApp
@@ -15,7 +18,7 @@ from flwr.supercore.task_identity import TaskIdentity
 
 from evoflow.fed.adapters import Adapter, load_adapter
 from evoflow.federate import wire
-from evoflow.federate.server import collect
+from evoflow.federate.server import FederationError, collect, identify
 from evoflow.helmsman.runtime import RUN_ID, LocalGrid
 
 CONFIG = {"peft_type": "LORA", "r": 1, "lora_alpha": 2, "target_modules": ["q"],
@@ -68,3 +71,39 @@ def test_each_reply_is_kept_or_its_client_lost_with_the_reason(tmp_path):
         "leaks",
     ]  # what arrived is on record
     assert logged[1]["records"]["episodes"]["type"] == "ConfigRecord"
+
+
+query_app = ClientApp()
+
+
+@query_app.query()
+def who(message: Message, context: Context) -> Message:
+    name = context.node_config["client"]
+    if name == "broken":
+        raise ValueError("SuperNode --node-config lacks root")
+    return Message(
+        RecordDict({wire.META: ConfigRecord({"client": name})}), reply_to=message
+    )
+
+
+def _grid(names: list[str]) -> LocalGrid:
+    TaskIdentity.task_id, TaskIdentity.run_id = 1, RUN_ID
+    TaskIdentity.node_id = SUPERLINK_NODE_ID
+    contexts = {i: Context(run_id=RUN_ID, node_id=i, node_config={"client": n},
+                           state=RecordDict(), run_config={})
+                for i, n in enumerate(names, start=1)}  # fmt: skip
+    return LocalGrid(query_app, contexts)
+
+
+def test_identify_maps_clients_to_nodes_and_names_the_missing():
+    found = identify(
+        _grid(["wordle", "stranger", "maze", "maze"]), ["maze", "wordle"], 5
+    )
+    assert found == {
+        "maze": 3,
+        "wordle": 1,
+    }  # config order; the first maze; others left out
+    with pytest.raises(
+        FederationError, match=r"client\(s\) wordle \(node 1: .*lacks root"
+    ):
+        identify(_grid(["broken", "maze"]), ["maze", "wordle"], 5)
