@@ -47,15 +47,10 @@ class SilentGrid(LocalGrid):
 
 
 def test_each_reply_is_kept_or_its_client_lost_with_the_reason(tmp_path):
-    TaskIdentity.task_id, TaskIdentity.run_id = 1, RUN_ID
-    TaskIdentity.node_id = SUPERLINK_NODE_ID
     names = ["good", "crashes", "leaks", "silent"]
-    contexts = {i: Context(run_id=RUN_ID, node_id=i, node_config={"client": n},
-                           state=RecordDict(), run_config={})
-                for i, n in enumerate(names, start=1)}  # fmt: skip
-    grid = SilentGrid(client_app, contexts)
+    grid = _grid(names, client_app, SilentGrid)
     grid.names = {i: n for i, n in enumerate(names, start=1)}
-    asks = [Message(RecordDict(), i, "train") for i in contexts]
+    asks = [Message(RecordDict(), i, "train") for i in grid.get_node_ids()]
     folders, lost = collect(grid, asks, names, lambda c: str(tmp_path / c / "adapter"),
                             str(tmp_path / "wire.jsonl"), timeout=5)  # fmt: skip
     assert list(folders) == ["good"]
@@ -86,13 +81,14 @@ def who(message: Message, context: Context) -> Message:
     )
 
 
-def _grid(names: list[str]) -> LocalGrid:
+def _grid(names: list[str], app: ClientApp | None = None, kind=LocalGrid) -> LocalGrid:
+    """In-process nodes 1, 2, ... named ``names`` (their ``client``), running ``app``."""
     TaskIdentity.task_id, TaskIdentity.run_id = 1, RUN_ID
     TaskIdentity.node_id = SUPERLINK_NODE_ID
     contexts = {i: Context(run_id=RUN_ID, node_id=i, node_config={"client": n},
                            state=RecordDict(), run_config={})
                 for i, n in enumerate(names, start=1)}  # fmt: skip
-    return LocalGrid(query_app, contexts)
+    return kind(app or query_app, contexts)
 
 
 def test_identify_maps_clients_to_nodes_and_names_the_missing():
