@@ -141,7 +141,9 @@ def test_soak_500_sessions_keep_memory_flat():
         after = _tree_rss_mb(os.getpid())
     print(f"RSS after warm-up {before:.0f} MiB, after 500 cycles {after:.0f} MiB")
     assert abs(after - before) <= 0.10 * before
-    assert POOL.started - started <= 1
+    # one JVM for all 600 sessions, plus the fresh ones that replace a JVM each
+    # time it reaches its load budget (how many depends on its loads so far)
+    assert POOL.started - started <= 1 + 600 // POOL.recycle_after
 
 
 def test_pool_recycles_a_simulator_after_its_load_budget():
