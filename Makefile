@@ -39,7 +39,8 @@ lint: $(STAMP)
 test: lint
 	# Debian's Chromium for the explorer's browser tests (a test fails if it is missing).
 	bash scripts/setup/chromium.sh
-	pytest
+	# One worker per core; tests/scheduling.py says which tests go together.
+	pytest -n $(CORES) --durations=15
 
 clean:
 	rm -rf $(VENV) .snakemake

@@ -1,10 +1,14 @@
-"""Shared fixtures."""
+"""Shared fixtures, and the order and grouping of tests under pytest-xdist
+(``make test`` runs ``pytest -n 2``; see ``tests/scheduling.py``)."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
 from evoflow.store import ShardMeta
+from tests.scheduling import make_scheduler
 from tests.servers import ServerProcess
 
 
@@ -27,3 +31,23 @@ def serve():
     yield start
     for server in started:
         server.kill()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # One core per worker: two workers with two threads each oversubscribe.
+        import torch
+
+        torch.set_num_threads(1)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Slow tests first (stable otherwise), so that long units start early."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") == "load":
+        return make_scheduler(config, log)
+    return None

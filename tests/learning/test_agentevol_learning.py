@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from evoflow.envs import env_factory, make_env, play_expert, split_ids
 from evoflow.envs.textcraft import TextCraftEnv
 from evoflow.methods.agentevol import AgentEvolSettings
@@ -40,6 +42,7 @@ from evoflow.store.manifest import (
 from evoflow.store.shards import write_shard
 from evoflow.train.run import train_from_manifest
 
+pytestmark = pytest.mark.slow
 MODEL = "smollm2-135m-instruct"
 ENV = "textcraft"
 CAP = 4  # depth-1 goals take the expert 2-3 turns
