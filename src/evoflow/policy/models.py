@@ -148,10 +148,10 @@ def _embedded(alias: str, spec: GGUFModel) -> Path:
 
 
 def _tiny() -> Path:
-    base = _embedded("smollm2-135m-instruct", EMBEDDED["smollm2-135m-instruct"])
     target = cache_root() / "models" / f"{TINY}-v2"
     if (target / "config.json").is_file():
         return target
+    base = _embedded("smollm2-135m-instruct", EMBEDDED["smollm2-135m-instruct"])
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 

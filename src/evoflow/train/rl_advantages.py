@@ -40,7 +40,7 @@ def grpo(rewards: torch.Tensor, groups: torch.Tensor, eps: float = EPS) -> torch
     for members in _by_group(groups):
         r = rewards[members]
         if len(members) == 1:
-            mean, std = torch.zeros(()), torch.ones(())
+            mean, std = r.new_zeros(()), r.new_ones(())
         else:
             mean, std = r.mean(), r.std(unbiased=True)
         advantages[members] = (r - mean) / (std + eps)
@@ -61,8 +61,8 @@ def rloo(rewards: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
 
 def outcome_token_rewards(rewards: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """``[B, T]`` zeros with each trajectory's reward on its last masked token."""
-    token_rewards = torch.zeros(mask.shape, dtype=torch.float32)
-    positions = torch.arange(mask.shape[1]).expand_as(mask)
+    token_rewards = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device)
+    positions = torch.arange(mask.shape[1], device=mask.device).expand_as(mask)
     last = torch.where(mask.bool(), positions, -1).max(dim=1).values
     rows = torch.nonzero(last >= 0).flatten()
     token_rewards[rows, last[rows]] = rewards[rows].to(torch.float32)
@@ -91,7 +91,7 @@ def task_relative(
     """REINFORCE++ whitened per group: row ``i`` of ``[B, T]`` is whitened with
     the rows of group ``groups[i]`` only, so one group's rewards never move
     another's advantages; a group whose returns are all equal gets zeros."""
-    advantages = torch.zeros(mask.shape, dtype=torch.float32)
+    advantages = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device)
     for members in _by_group(groups):
         advantages[members] = reinforce_pp(token_rewards[members], mask[members])
     return advantages
@@ -110,14 +110,14 @@ def gae(
     value of the next *masked* token of its trajectory (0 after the last one).
     """
     batch, length = mask.shape
-    advantages = torch.zeros(batch, length)
-    next_value = torch.zeros(batch)
-    running = torch.zeros(batch)
+    advantages = values.new_zeros(batch, length)
+    next_value = values.new_zeros(batch)
+    running = values.new_zeros(batch)
     for t in reversed(range(length)):
         on = mask[:, t].bool()
         delta = token_rewards[:, t] + gamma * next_value - values[:, t]
         running = torch.where(on, delta + gamma * lam * running, running)
-        advantages[:, t] = torch.where(on, running, torch.zeros(batch))
+        advantages[:, t] = torch.where(on, running, torch.zeros_like(running))
         next_value = torch.where(on, values[:, t], next_value)
     return advantages, (advantages + values) * mask
 

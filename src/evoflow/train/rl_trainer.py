@@ -321,10 +321,12 @@ def learn(learner: Learner, episodes: list[Episode], config: RLConfig, template,
     clock = time.perf_counter()
     sequences = turn_sequences(learner.tokenizer, episodes, template)
     batch = collate(sequences, learner.tokenizer.pad_token_id or 0)
-    batch = _to(batch, next(learner.model.parameters()).device)
-    rewards = torch.tensor([e.reward for e in episodes], dtype=torch.float32)
+    device = next(learner.model.parameters()).device
+    batch = _to(batch, device)
+    rewards = torch.tensor([e.reward for e in episodes], dtype=torch.float32,
+                           device=device)  # fmt: skip
     names = [group(e) for e in episodes]
-    groups = torch.tensor([sorted(set(names)).index(n) for n in names])
+    groups = torch.tensor([sorted(set(names)).index(n) for n in names], device=device)
     values = None
     if learner.critic is not None:
         values = values_of(learner.model, batch, learner.dtype, learner.critic)

@@ -109,8 +109,9 @@ def update(model, optimizer, batch: RLBatch, advantages: torch.Tensor,
     pass; ``config.update_epochs`` passes). ``dtype``: autocast compute dtype.
     With a ``critic`` (PPO), ``optimizer`` also holds its parameters;
     ``reference`` names the frozen KL-reference adapter (None: the base)."""
-    totals = torch.zeros(5)
-    rows = torch.arange(batch.input_ids.shape[0])
+    device = batch.input_ids.device
+    totals = torch.zeros(5, device=device)
+    rows = torch.arange(batch.input_ids.shape[0], device=device)
     tokens = batch.loss_mask.sum().clamp(min=1)
     for _ in range(config.update_epochs):
         optimizer.zero_grad(set_to_none=True)
@@ -147,12 +148,12 @@ def _loss(model, batch: RLBatch, advantages, config: RLConfig, dtype, critic,
     loss, clipped = rl.clipped_policy_loss(
         stats.logprobs, batch.old_logprobs, advantages, mask, config.clip
     )
-    kl = torch.zeros(())
+    kl = mask.new_zeros(())
     if ref is not None:
         kl = rl.masked_mean(rl.low_var_kl(stats.logprobs, ref), mask)
     mean_entropy = rl.masked_mean(stats.entropy, mask)
     total = loss + config.kl_coef * kl - config.entropy_coef * mean_entropy
-    value_loss = torch.zeros(())
+    value_loss = mask.new_zeros(())
     if critic is not None:
         returns, old_values = value_target
         values = critic(stats.hidden)
