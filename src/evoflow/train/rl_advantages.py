@@ -40,7 +40,8 @@ def grpo(rewards: torch.Tensor, groups: torch.Tensor, eps: float = EPS) -> torch
     for members in _by_group(groups):
         r = rewards[members]
         if len(members) == 1:
-            mean, std = r.new_zeros(()), r.new_ones(())
+            mean = torch.zeros((), device=r.device)
+            std = torch.ones((), device=r.device)
         else:
             mean, std = r.mean(), r.std(unbiased=True)
         advantages[members] = (r - mean) / (std + eps)
