@@ -13,6 +13,7 @@ rule evaluate:
     params:
         settings=runtime_settings(ENVS, ["test", "max_turns", "remote"]),
         envs=ENVS,
+        kind=lambda wildcards: method_of(wildcards).kind.name,
     threads: 1
     conda:
         ENV

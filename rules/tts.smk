@@ -15,6 +15,7 @@ rule tts_turns:
     params:
         settings=lambda wc: runtime_settings_with_turns(int(wc.turns)),
         envs=ENVS,
+        kind=lambda wildcards: method_of(wildcards).kind.name,
     threads: 1
     conda:
         ENV

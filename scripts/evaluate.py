@@ -29,4 +29,5 @@ run_evaluation(
         )
     },
     threads=snakemake.threads,
+    random_actions=snakemake.params.kind == "random",
 )

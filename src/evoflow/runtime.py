@@ -53,6 +53,7 @@ def rollout_spec(config: dict[str, Any], env: str, **labels: Any) -> RolloutSpec
         horizon=config["envs"][env]["max_turns"],
         width=config["generation"]["width"],
         max_invalid=config["generation"]["max_invalid"],
+        constrain_actions=config["generation"]["constrain_actions"],
         sampling=sampling_from_config(config, labels.pop("temperature", None)),
         **labels,
     )

@@ -58,6 +58,15 @@ def test_table_formats_show_rates_and_gain_over_pretrained():
     assert r"Fed-SE & 68.0 & 32.0 & 50.0 (+24.0) \\" in latex(rows)
 
 
+def test_the_random_reference_leaves_unlisted_envs_empty_and_shows_no_gain():
+    # Random plays maze and wordle only (WebShop's search is free text): 0 episodes
+    base = row("pretrained", "Pre-Trained", {"webshop": 10.0, "maze": 32.0})
+    chance = Row("random", "Random (valid actions)", {"webshop": 0, "maze": 10},
+                 {"webshop": 0, "maze": 25})  # fmt: skip
+    md = markdown([base, chance])
+    assert "| Random (valid actions) | – | 40.0 | 40.0 |" in md
+
+
 def test_paper_numbers_appear_beside_ours_for_a_paper_model():
     reference = reference_rows("Qwen/Qwen2.5-7B-Instruct")
     assert reference["fedse"]["avg"] == 73.2 and reference["pretrained"]["maze"] == 32.0
@@ -99,11 +108,12 @@ def test_report_lists_methods_in_table_1_order_whatever_the_config_order(tmp_pat
                 (path / "buffer.json").write_text(json.dumps({"info": info}))
     outputs = report_outputs(config, tmp_path / "reports")
     rows = build_report(config, tmp_path, outputs)
-    expected = ["pretrained", "local", "centralized", "fedit", "fedse"]
+    expected = ["pretrained", "random", "local", "centralized", "fedit", "fedse"]
     assert [r.method for r in rows] == expected
     table = (tmp_path / "reports" / "table1.md").read_text()
-    titles = [line.split("|")[1].strip() for line in table.splitlines()[2:7]]
-    assert titles == ["Pre-Trained", "Local", "Centralized", "FedIT", "Fed-SE"]
+    titles = [line.split("|")[1].strip() for line in table.splitlines()[2:8]]
+    assert titles == ["Pre-Trained", "Random (valid actions)", "Local",
+                      "Centralized", "FedIT", "Fed-SE"]  # fmt: skip
     rounds, envs = config["fed"]["rounds"], len(config["envs"])
     found = f"| Fed-SE | 25.0 | 4.0 | {rounds * envs} / {3 * rounds * envs} |"
     assert found in table and "| FedIT | 25.0 | 4.0 | – |" in table

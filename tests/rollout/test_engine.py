@@ -149,3 +149,68 @@ def test_prompts_are_rendered_with_the_reply_formats_template_options(monkeypatc
 
     # Assert
     assert seen == [(("enable_thinking", False),), (("enable_thinking", True),)]
+
+
+class Recorder(Policy):
+    """Records the action choices the engine passes; replies with the first."""
+
+    model_id = "recorder"
+    max_context = 10_000
+
+    def __init__(self) -> None:
+        self.seen = []
+
+    def generate(self, chats, params, adapter=None, seeds=None, keys=None, **extra):
+        choices = extra.get("choices") or [None] * len(chats)
+        self.seen += choices
+        return [
+            Generation(f"Thought: go.\nAction: {c.actions[0] if c else 'noop'}", 9, 3)
+            for c in choices
+        ]
+
+
+@pytest.mark.parametrize("env_name", ["maze", "babyai", "textcraft", "wordle"])
+def test_constrained_rollouts_pass_each_turns_listed_actions(env_name):
+    # Prepare: the same tasks played by hand, to know each turn's listed actions
+    task = make_env(env_name).task_ids("test")[0]
+    env = make_env(env_name)
+    env.reset(task)
+    listed = [env.action_choices()]
+    policy = Recorder()
+
+    # Execute
+    rollout(policy, lambda: make_env(env_name), [task],
+            spec(horizon=2, constrain_actions=True), progress=False)  # fmt: skip
+    rollout(policy, lambda: make_env(env_name), [task], spec(horizon=1), progress=False)
+
+    # Assert: the first turn was offered exactly the env's list; free rollouts none
+    env.step(listed[0][0])
+    listed.append(env.action_choices())
+    assert [list(c.actions) for c in policy.seen[:2]] == listed
+    assert {c.form for c in policy.seen[:2]} == {"react"}
+    assert policy.seen[2:] == [None]
+
+
+def test_the_webshop_search_page_stays_free_and_its_result_pages_are_listed():
+    env = make_env("webshop")
+    env.reset(env.task_ids("test")[0])
+    assert env.action_choices() is None  # a search query is free text
+    page = env.step(env.expert_action()[1])
+    assert page.valid and env.action_choices() == [
+        a for a in env.available_actions() if a.startswith("click[")
+    ]
+
+
+def test_the_random_baseline_plays_only_listed_actions_and_sometimes_wins():
+    from evoflow.policy.random_choice import RandomChoicePolicy
+
+    tasks = make_env("maze").task_ids("test")[:10]
+    episodes = rollout(RandomChoicePolicy(), lambda: make_env("maze"), tasks,
+                       spec(constrain_actions=True, width=10), progress=False)  # fmt: skip
+    assert all(e.n_invalid == 0 for e in episodes)
+    moves = {m.content.split("Action: ")[1] for e in episodes for m in e.messages
+             if m.role == "assistant"}  # fmt: skip
+    assert moves == {"move up", "move down", "move left", "move right"}
+    with pytest.raises(PolicyError, match="listed actions"):
+        rollout(RandomChoicePolicy(), lambda: make_env("maze"), tasks[:1], spec(),
+                progress=False)  # fmt: skip

@@ -111,6 +111,7 @@ class Segment:
 
 class BabyAIEnv(TextEnv):
     name = "babyai"
+    lists_actions = True
     max_turns = 20
     instructions = INSTRUCTIONS
     _world: World | None = None
@@ -365,6 +366,9 @@ class BabyAIEnv(TextEnv):
         return Segment(("drop",), f"You put {name} down in front of you.")
 
     # --- helpers for agents -------------------------------------------------
+
+    def action_choices(self) -> list[str] | None:
+        return self.available_actions() or None
 
     def available_actions(self) -> list[str]:
         """The list that ends the current observation (empty between episodes)."""

@@ -67,6 +67,7 @@ class TextEnv(ABC):
     max_turns: ClassVar[int]
     instructions: ClassVar[str]
     reply_format: ClassVar[str] = "react"
+    lists_actions: ClassVar[bool] = False  # action_choices() always lists them
 
     @property
     def system_prompt(self) -> str:
@@ -153,6 +154,13 @@ class TextEnv(ABC):
     def available_actions(self) -> list[str]:
         """Actions that make sense now (empty when the action space is open)."""
         return []
+
+    def action_choices(self) -> list[str] | None:
+        """Every well-formed action now, where the env can enumerate them
+        (constrained decoding and the random baseline choose among these);
+        None where the action space is open (a search query, free text).
+        Envs that always can set ``lists_actions``."""
+        return None
 
     def close(self) -> None:
         """Release what the environment holds (a server session, a simulator);

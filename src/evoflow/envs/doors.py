@@ -43,6 +43,7 @@ TRAIN = range(100, 300)
 
 class DoorsEnv(TextEnv):
     name = "doors"
+    lists_actions = True
     max_turns = 1
     reply_format = "text"
     instructions = (
@@ -76,6 +77,9 @@ class DoorsEnv(TextEnv):
     def expert_action(self) -> tuple[str, str]:
         door = self.sign.rsplit(" ", 1)[1]
         return f"The sign points {door}.", door
+
+    def action_choices(self) -> list[str] | None:
+        return self.available_actions() or None
 
     def available_actions(self) -> list[str]:
         return ["left", "right"]

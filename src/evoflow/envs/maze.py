@@ -178,6 +178,7 @@ def layout_for(task_id: str) -> Layout:
 
 class MazeEnv(TextEnv):
     name = "maze"
+    lists_actions = True
     max_turns = MAX_TURNS
     instructions = (
         "You are walking through a maze on a grid and want to reach the goal square "
@@ -241,6 +242,9 @@ class MazeEnv(TextEnv):
             r, c = target
             return Step(f"You reached the goal at position {r}, {c}.", 1.0, True, True)
         return Step(self._describe(), 0.0, False, False)
+
+    def action_choices(self) -> list[str] | None:
+        return self.available_actions() or None
 
     def available_actions(self) -> list[str]:
         return [f"move {m}" for m in MOVES]

@@ -102,6 +102,7 @@ def refused(message: str) -> Step:
 
 class TextCraftEnv(TextEnv):
     name = "textcraft"
+    lists_actions = True
     max_turns = MAX_TURNS
     instructions = (
         "You are crafting Minecraft items from text. Each task lists crafting "
@@ -284,6 +285,9 @@ class TextCraftEnv(TextEnv):
         )
         done = recipe.output == self._goal.item
         return Step(f"Crafted {made}", float(done), done, done)
+
+    def action_choices(self) -> list[str] | None:
+        return self.available_actions() or None
 
     def available_actions(self) -> list[str]:
         """``inventory``, one batch of each listed command, ``get 1`` of its bases."""

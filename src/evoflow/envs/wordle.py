@@ -92,6 +92,7 @@ def parse_guess(action: str) -> str | None:
 
 class WordleEnv(TextEnv):
     name = "wordle"
+    lists_actions = True
     max_turns = 8
     instructions = (
         "You are playing Wordle: find the hidden five-letter word in at most six "
@@ -154,6 +155,13 @@ class WordleEnv(TextEnv):
             )
         plural = "es" if left > 1 else ""
         return Step(f"{message} {left} guess{plural} left.", 0.0, False, False, valid)
+
+    def action_choices(self) -> list[str] | None:
+        return self.available_actions() or None
+
+    def available_actions(self) -> list[str]:
+        """Every word of the game's vocabulary, spelled as a guess."""
+        return [" ".join(word) for word in self._vocab] if self.running else []
 
     @property
     def candidates(self) -> tuple[str, ...]:

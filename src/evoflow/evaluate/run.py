@@ -17,6 +17,7 @@ from evoflow.envs import env_class, env_factory, split_ids
 from evoflow.evaluate.metrics import episode_metrics
 from evoflow.policy.adapters import adapter_digest
 from evoflow.policy.base import Policy
+from evoflow.policy.random_choice import RandomChoicePolicy
 from evoflow.rollout.engine import Job, RolloutSpec, play
 from evoflow.seeding import choose_stratified
 from evoflow.store import Episode, ShardMeta, write_shard
@@ -77,12 +78,16 @@ def run_evaluation(
     adapters: Mapping[str, str | None],
     outputs: Mapping[str, tuple[str | Path, str | Path]],
     threads: int = 1,
+    random_actions: bool = False,
 ) -> dict[str, dict]:
     """Evaluate a (method, round) on the environments of ``outputs``; store it.
 
     ``adapters`` maps each environment to the adapter evaluated on it (None for
     the base model); ``outputs`` maps it to (episodes shard, metrics JSON).
     ``config`` needs experiment, seed, model, generation and those envs.
+    With ``random_actions`` no model plays: each turn takes a listed action
+    at random (``RandomChoicePolicy``), in the envs that list their actions;
+    the others get no episodes (their table cell is empty).
     """
     from evoflow.runtime import configure_threads, policy_from_config, rollout_spec
 
@@ -102,7 +107,10 @@ def run_evaluation(
         )  # fmt: skip
         for env in outputs
     }
-    policy = policy_from_config(config)
+    if random_actions:
+        specs = {env: replace(spec, constrain_actions=True) for env, spec in specs.items()
+                 if envs[env]["remote"] is None and env_class(env).lists_actions}  # fmt: skip
+    policy = RandomChoicePolicy() if random_actions else policy_from_config(config)
     try:
         results = evaluate_envs(
             policy, specs, {e: envs[e]["test"] for e in outputs},
@@ -110,6 +118,9 @@ def run_evaluation(
         )  # fmt: skip
     finally:
         policy.close()
+    for env in set(outputs) - set(results):
+        results[env] = ([], {"env": env, "method": method, "round": round,
+                             "adapter_sha256": None, **episode_metrics([])})  # fmt: skip
     for env, (episodes, metrics) in results.items():
         meta = ShardMeta(experiment=config["experiment"], config_hash=config_hash,
                          model_id=policy.model_id, seed=config["seed"],

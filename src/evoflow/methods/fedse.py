@@ -4,6 +4,8 @@ A method (an entry of ``methods:`` in the config) of this family has a *kind*:
 
 ============================ ========================================================
 pretrained                   the base model, evaluated once (round 0)
+random                       no model: a uniformly random listed action every
+                             turn, in the envs that list theirs (a reference)
 local                        one LoRA per env on that env's expert demos, each
                              evaluated on its own env
 centralized                  one LoRA on every env's expert demos (data pooled)
@@ -50,6 +52,7 @@ from evoflow.methods.layout import Layout
 FAMILY = "fedse"
 KINDS = (
     Kind("pretrained", FAMILY, "Pre-Trained", trains=False),
+    Kind("random", FAMILY, "Random (valid actions)", trains=False),
     Kind("local", FAMILY, "Local", per_env=True),
     Kind("centralized", FAMILY, "Centralized", pooled=True),
     Kind("fedit", FAMILY, "FedIT", federated=True),

@@ -21,6 +21,7 @@ ACTING_TEMPLATE_KWARGS = dict(NO_THINKING)
 # One adapter for the whole batch, or one per chat; None is the base model.
 Adapters = str | None | Sequence[str | None]
 FINISH_REASONS = ("stop", "length", "context")
+FRAMES = ("react", "text")  # reply formats whose action can be constrained
 
 
 class PolicyError(EvoflowError):
@@ -48,6 +49,23 @@ class SamplingParams:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
         if self.max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+
+
+@dataclass(frozen=True)
+class ActionChoice:
+    """Decode this row's action from ``actions`` in reply format ``form``."""
+
+    actions: tuple[str, ...]
+    form: str = "react"
+
+    def __post_init__(self) -> None:
+        if self.form not in FRAMES:
+            raise EvoflowError(
+                f"action-constrained decoding needs a reply format in which the "
+                f"action is one line ({', '.join(FRAMES)}); got {self.form!r}"
+            )
+        if not self.actions or not all(a.strip() for a in self.actions):
+            raise EvoflowError("action-constrained decoding needs non-empty actions")
 
 
 @dataclass(frozen=True)
@@ -93,6 +111,7 @@ class Policy(ABC):
         adapter: Adapters = None,
         seeds: list[int] | None = None,
         keys: list[str] | None = None,
+        choices: Sequence[ActionChoice | None] | None = None,
     ) -> list[Generation]:
         """One completion per chat.
 
@@ -111,6 +130,10 @@ class Policy(ABC):
         keys
             one stable id per chat (e.g. the episode id) so a backend can reuse
             work across calls whose chats extend earlier ones.
+        choices
+            one entry per chat: decode that chat's action from a closed list
+            (``ActionChoice``; None: free). Backends that cannot constrain
+            decoding raise ``PolicyError`` when any entry is set.
         """
 
     def forget(self, keys: list[str]) -> None:  # noqa: B027 - optional hook
@@ -118,6 +141,15 @@ class Policy(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the model."""
+
+
+def refuse_choices(backend: str, choices) -> None:
+    """Fail clearly where a backend cannot constrain decoding to actions."""
+    if choices and any(c is not None for c in choices):
+        raise PolicyError(
+            f"the {backend} backend cannot constrain decoding to listed actions "
+            "(generation.constrain_actions); use the hf backend"
+        )
 
 
 def truncate_reply(text: str, max_bytes: int) -> tuple[str, bool]:

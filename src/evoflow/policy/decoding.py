@@ -26,6 +26,7 @@ import torch
 from transformers.cache_utils import Cache
 
 from evoflow.policy.base import SamplingParams
+from evoflow.policy.constrain import RowConstraint, restrict
 from evoflow.policy.kv import Match, SlotLayer, slot_cache
 
 # Drop finished rows once they are at least this share of the batch.
@@ -134,6 +135,7 @@ def decode(
     pad_id: int,
     stop_ids: set[int],
     on_finish: Callable[[int, list[int], object, int, torch.Tensor], None],
+    constraints: list[RowConstraint | None] | None = None,
 ) -> Rows:
     """Decode up to ``params.max_new_tokens`` tokens for every prompt.
 
@@ -141,6 +143,8 @@ def decode(
     batch (``rows``: original indices of its rows) and returns the logits of the
     last position. ``on_finish(row, tokens, cache, batch_index, mask_row)`` is
     called once per original row while its cache row is still in the batch.
+    ``constraints`` (one per original row, None: free) restrict what a row may
+    sample (``evoflow.policy.constrain``); log-probabilities stay the model's.
     """
     logits, mask, next_pos, width, cache = prefill(
         forward, prompts, matches, pad_id, params.max_new_tokens
@@ -154,12 +158,19 @@ def decode(
         if step:
             logits = forward(step_ids, mask[:, :width], step_pos, cache, live)
         logits = logits.float().cpu()
-        tokens = sample(logits, params, [generators[r] for r in live])
+        allowed = logits
+        if constraints is not None:
+            allowed = logits.clone()
+            rows = [constraints[r] if running[i] else None for i, r in enumerate(live)]
+            restrict(allowed, rows, params.max_new_tokens - step)
+        tokens = sample(allowed, params, [generators[r] for r in live])
         chosen = token_logprobs(logits, tokens).tolist()
         for i, r in enumerate(live):
             if running[i]:
                 out.generated[r].append(int(tokens[i]))
                 out.logprobs[r].append(chosen[i])
+                if constraints is not None and constraints[r] is not None:
+                    constraints[r].advance(int(tokens[i]))
                 if int(tokens[i]) in stop_ids:
                     running[i] = False
                     out.finish[r] = "stop"

@@ -27,6 +27,7 @@ from evoflow.envs.formats import NO_THINKING
 from evoflow.policy.adapters import adapter_digest
 from evoflow.policy.attention import attention_implementation
 from evoflow.policy.base import (
+    ActionChoice,
     Adapters,
     Chat,
     Generation,
@@ -37,6 +38,7 @@ from evoflow.policy.base import (
     prompt_ids,
     truncate_reply,
 )
+from evoflow.policy.constrain import Vocabulary, constraints_for
 from evoflow.policy.decoding import decode
 from evoflow.policy.kv import PrefixStore
 from evoflow.policy.models import resolve_model
@@ -102,6 +104,7 @@ class HFPolicy(Policy):
         self._adapters: dict[str, str] = {}  # digest -> name inside the PeftModel
         self._merged: tuple[str, torch.nn.Module] | None = None
         self._prefixes = PrefixStore()
+        self._vocabulary: Vocabulary | None = None
 
     # --- Policy ------------------------------------------------------------
 
@@ -112,8 +115,10 @@ class HFPolicy(Policy):
         adapter: Adapters = None,
         seeds: list[int] | None = None,
         keys: list[str] | None = None,
+        choices: list[ActionChoice | None] | None = None,
     ) -> list[Generation]:
         seeds = seeds or [0] * len(chats)
+        rows_choice = constraints_for(self._vocab(choices), choices, len(chats))
         keys = keys if (keys and self.reuse_cache) else [None] * len(chats)
         tags = [self._tag(a) for a in per_row(adapter, len(chats))]
         prompts = [self.encode(chat, params.template) for chat in chats]
@@ -134,6 +139,7 @@ class HFPolicy(Policy):
                     [seeds[i] for i in rows],
                     [(keys[i], tags[i]) if keys[i] is not None else None for i in rows],
                     [tags[i] for i in rows],
+                    None if rows_choice is None else [rows_choice[i] for i in rows],
                 )
                 for i, generation in zip(rows, out, strict=True):
                     results[i] = generation
@@ -143,6 +149,12 @@ class HFPolicy(Policy):
 
     def forget(self, keys: list[str]) -> None:
         self._prefixes.forget(keys)
+
+    def _vocab(self, choices) -> Vocabulary | None:
+        """Token texts for constrained decoding, built on first use."""
+        if choices and self._vocabulary is None:
+            self._vocabulary = Vocabulary(self.tokenizer, self.stop_ids)
+        return self._vocabulary
 
     def close(self) -> None:
         self._prefixes.clear()
@@ -245,6 +257,7 @@ class HFPolicy(Policy):
         seeds: list[int],
         cache_keys: list[tuple[str, str | None] | None],
         tags: list[str | None],
+        constraints=None,
     ) -> list[Generation]:
         matches = [
             self._prefixes.match(key, prompt)
@@ -268,6 +281,7 @@ class HFPolicy(Policy):
             self.pad_id,
             self.stop_ids,
             keep,
+            constraints,
         )
         return [
             self._generation(prompt, tokens, finish, logprobs, params)

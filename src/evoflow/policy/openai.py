@@ -34,6 +34,7 @@ from evoflow.policy.base import (
     PolicyError,
     SamplingParams,
     per_row,
+    refuse_choices,
     truncate_reply,
 )
 
@@ -98,7 +99,9 @@ class OpenAIPolicy(Policy):
         adapter: Adapters = None,
         seeds: list[int] | None = None,
         keys: list[str] | None = None,
+        choices=None,
     ) -> list[Generation]:
+        refuse_choices("openai", choices)
         models = [
             self._adapter_name(a) if a else self.model_id
             for a in per_row(adapter, len(chats))

@@ -17,6 +17,7 @@ from evoflow.policy.base import (
     SamplingParams,
     per_row,
     prompt_ids,
+    refuse_choices,
     truncate_reply,
 )
 from evoflow.policy.models import resolve_model
@@ -75,7 +76,9 @@ class VLLMPolicy(Policy):
         adapter: Adapters = None,
         seeds: list[int] | None = None,
         keys: list[str] | None = None,
+        choices=None,
     ) -> list[Generation]:
+        refuse_choices("vllm", choices)
         from vllm import SamplingParams as VLLMSampling
 
         seeds = seeds or [0] * len(chats)

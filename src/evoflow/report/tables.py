@@ -102,17 +102,27 @@ def reference_rows(model: str, path: Path = REFERENCE) -> dict[str, dict[str, fl
         }
 
 
+def _comparable(row: Row, base: Row | None) -> bool:
+    """A gain over Pre-Trained is shown where both rows pool the same envs (the
+    random reference plays only the envs that list their actions)."""
+    if base is None or row is base or row.pooled is None or base.pooled is None:
+        return False
+    return {e for e, n in row.episodes.items() if n} == {
+        e for e, n in base.episodes.items() if n
+    }
+
+
 def table_cells(rows: Sequence[Row]) -> tuple[list[str], list[list[str]]]:
     """Header and formatted cells: rates to one decimal, Avg with (+Δ)."""
     envs = columns(rows)
-    base = next((r.pooled for r in rows if r.method == "pretrained"), None)
+    base = next((r for r in rows if r.method == "pretrained"), None)
     header = ["Method", *(ENV_TITLES.get(e, e) for e in envs), "Avg"]
     body = []
     for row in rows:
         cells = [row.title] + [pct(row.rate(e)) for e in envs]
         avg = pct(row.pooled)
-        if base is not None and row.method != "pretrained" and row.pooled is not None:
-            avg += f" ({row.pooled - base:+.1f})"
+        if _comparable(row, base):
+            avg += f" ({row.pooled - base.pooled:+.1f})"
         body.append(cells + [avg])
     return header, body
 

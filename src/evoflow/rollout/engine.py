@@ -27,7 +27,14 @@ from tqdm import tqdm
 
 from evoflow.envs.base import EnvError, Step, TextEnv
 from evoflow.envs.formats import reply_format
-from evoflow.policy.base import Generation, Policy, PolicyError, SamplingParams
+from evoflow.policy.base import (
+    FRAMES,
+    ActionChoice,
+    Generation,
+    Policy,
+    PolicyError,
+    SamplingParams,
+)
 from evoflow.rollout.react import opening_messages, turn_messages
 from evoflow.seeding import derive_seed
 from evoflow.store.schema import Episode, Message
@@ -55,6 +62,10 @@ class RolloutSpec:
         episodes per task (e.g. 8 for GRPO groups).
     reply_format
         how replies are parsed (``evoflow.envs.formats``); None: each env's own.
+    constrain_actions
+        decode each action from the env's ``action_choices()`` (the thought
+        stays free; ``evoflow.policy.constrain``) where the env lists them and
+        the reply format has a one-line action; elsewhere replies are free.
     """
 
     experiment: str
@@ -72,6 +83,7 @@ class RolloutSpec:
     adapter_sha256: str | None = None
     sampling: SamplingParams = field(default_factory=SamplingParams)
     reply_format: str | None = None
+    constrain_actions: bool = False
 
     def __post_init__(self) -> None:
         if self.reply_format is not None:
@@ -200,13 +212,24 @@ def _turn(policy: Policy, live: list[_Live], pool: ThreadPoolExecutor) -> None:
         keys = [e.episode_id for e in members]
         adapters = [e.job.spec.adapter for e in members]
         spec = members[0].job.spec
-        replies = _generate(policy, chats, spec, params, adapters, seeds, keys)
+        choices = [_choice(e) for e in members]
+        replies = _generate(policy, chats, spec, params, adapters, seeds, keys, choices)
         if len(members) > 1:
             steps = list(pool.map(_act, members, replies))
         else:
             steps = [_act(members[0], replies[0])]
         for episode, reply, step in zip(members, replies, steps, strict=True):
             _record(episode, reply, step)
+
+
+def _choice(episode: _Live) -> ActionChoice | None:
+    """The listed actions this turn's reply is decoded from, if constrained."""
+    spec = episode.job.spec
+    form = spec.reply_format or episode.env.reply_format
+    if not spec.constrain_actions or form not in FRAMES:
+        return None
+    actions = episode.env.action_choices()
+    return ActionChoice(tuple(actions), form) if actions else None
 
 
 def _sampling(episode: _Live) -> SamplingParams:
@@ -224,11 +247,13 @@ def _generate(
     adapters,
     seeds,
     keys,
+    choices,
 ) -> list[Generation]:
     """One batched generation; a backend failure is retried once, then raised."""
+    extra = {"choices": choices} if any(c is not None for c in choices) else {}
     for attempt in (1, 2):
         try:
-            return policy.generate(chats, params, adapters, seeds, keys)
+            return policy.generate(chats, params, adapters, seeds, keys, **extra)
         except PolicyError as exc:
             if attempt == 2:
                 raise PolicyError(

@@ -37,6 +37,7 @@ def run_rl_span(settings: dict, config_hash: str, method: str, round: int,
                         rl.settings(resolved).train_tasks, settings["seed"]),
         max_turns={env: envs[env]["max_turns"] for env in envs},
         max_invalid=settings["generation"]["max_invalid"],
+        constrain_actions=settings["generation"]["constrain_actions"],
     )  # fmt: skip
     start, steps = rl.span_range(resolved, round)
     span = Span(settings["model"]["name"], settings["experiment"], method, start,

@@ -67,6 +67,7 @@ class TaskPool:
     template: tuple = NO_THINKING  # chat-template options of the envs' reply formats
     max_turns: dict[str, int] | None = None  # per-env caps when there is no schedule
     max_invalid: int | None = None  # unusable replies in a row that end an episode
+    constrain_actions: bool = False  # actions decoded from each env's listed ones
 
 
 @dataclass(frozen=True)
@@ -290,6 +291,7 @@ def _jobs(pool: TaskPool, span: Span, config: RLConfig, step: int, draw: int,
             horizon=span.horizon(step, env, pool),
             width=config.width,
             max_invalid=pool.max_invalid,
+            constrain_actions=pool.constrain_actions,
             samples=config.samples_per_task,
             adapter=str(adapter),
             sampling=SamplingParams(

@@ -165,6 +165,13 @@ class WebShopEnv(TextEnv):
         actions = ["search[<your query>]"] if has_search else []
         return actions + [f"click[{c}]" for c in clickables]
 
+    def action_choices(self) -> list[str] | None:
+        """The page's clicks, where it has no search bar (a query is free text)."""
+        has_search, clickables = self.page_actions()
+        if has_search or not clickables:
+            return None
+        return [f"click[{c}]" for c in clickables]
+
     # --- actions -------------------------------------------------------------
 
     def _step(self, action: str) -> Step:
