@@ -15,8 +15,11 @@ def sweep_file(tmp_path, trials):
     return path
 
 
-def test_the_shipped_sweep_loads():
-    sweep = load_sweep("config/calibration.yaml")
+@pytest.mark.parametrize(
+    "path", ["config/calibration.yaml", "config/calibration_loop.yaml"]
+)
+def test_the_shipped_sweeps_load(path):
+    sweep = load_sweep(path)
     assert sweep["base"] == "config/config.yaml" and sweep["trials"]
 
 
@@ -50,4 +53,26 @@ def test_report_table_pools_and_keeps_the_prose(tmp_path):
     text = report.read_text()
     assert text.startswith("# Prose before") and text.endswith("Prose after.\n")
     assert "old table" not in text
-    assert "| t1 | 2 | 0.003 | 2 | 1 | 8 | 12 | 30 | 25.0 | 75.0 | 50.0 | 8.3 |" in text
+    assert (
+        "| t1 | 2 | 0.003 | 2 | 1 | no | 8 | 12 | 30 | 25.0 | 75.0 | 50.0 | 8.3 | – |"
+        in text
+    )
+
+
+def test_report_shows_the_constraint_and_exploration_successes(tmp_path):
+    # explored: maze 2 of 16, wordle 0 of 16 -> "2/0 (2/32)"
+    played = {
+        "successes": 0,
+        "episodes": 16,
+        "mean_turns": 3.0,
+        "invalid_action_rate": 0.0,
+    }
+    record = {"trial": {"name": "c", "demos": 0, "constrain_actions": True, "explore": 16},
+              "optimizer_steps": 0, "train_seconds": 1.0, "eval_seconds": 2.0,
+              "metrics": {"maze": {**played, "episodes": 4}, "wordle": {**played, "episodes": 4}},
+              "explored": {"maze": {**played, "successes": 2}, "wordle": played}}  # fmt: skip
+    write_report(tmp_path / "c.md", [record], "config/config.yaml")
+    assert (
+        "| c | 0 |  |  |  | yes | 0 | 1 | 2 | 0.0 | 0.0 | 0.0 | 0.0 | 2/0 (2/32) |"
+        in (tmp_path / "c.md").read_text()
+    )

@@ -10,6 +10,13 @@ greedily on the base config's test tasks, turn caps and generation settings —
 the same measurement Table 1 makes. A trial with ``demos: 0`` trains nothing and
 measures the pre-trained model.
 
+Two more keys measure what self-evolution needs: ``constrain_actions``
+(decode actions from each env's listed ones, ``generation.constrain_actions``)
+and ``explore`` (that many training tasks per env played with the trial's
+adapter at the base config's temperature, as a Fed-SE client explores; their
+successes are what would enter its buffer). Trials that differ only in these
+share one trained adapter, kept under the results folder by its settings.
+
 Every finished trial is one line of a JSON-lines file, so a sweep resumes where
 it stopped (a trial whose settings are already recorded is skipped), and the
 markdown table of all recorded trials is rewritten after each one (between
@@ -31,11 +38,15 @@ import yaml
 
 from evoflow.atomic import atomic_path
 from evoflow.config import load_config
+from evoflow.envs import env_factory
 from evoflow.errors import ConfigError
+from evoflow.evaluate.metrics import episode_metrics
 from evoflow.report.tables import ENV_ORDER, ENV_TITLES, md_row, pct, row_from_metrics
+from evoflow.seeding import choose, derive_seed
 
 log = logging.getLogger(__name__)
-TRIAL_KEYS = {"name", "demos", "learning_rate", "epochs", "batch_size", "max_length"}
+TRAIN_KEYS = {"learning_rate", "epochs", "batch_size", "max_length"}
+TRIAL_KEYS = {"name", "demos", "constrain_actions", "explore", *TRAIN_KEYS}
 SWEEP_KEYS = {"base", "results", "report", "trials"}
 BEGIN = "<!-- trials: written by `evoflow calibrate` -->"
 END = "<!-- end of trials -->"
@@ -76,7 +87,7 @@ def run_sweep(path: str | Path, threads: int = 2) -> list[dict]:
         if any(r["trial"] == trial for r in done):
             log.info("calibrate: %s already recorded", trial["name"])
             continue
-        record = run_trial(config, trial, threads)
+        record = run_trial(config, trial, threads, results.parent)
         results.parent.mkdir(parents=True, exist_ok=True)
         with open(results, "a") as fh:
             fh.write(json.dumps(record) + "\n")
@@ -85,18 +96,52 @@ def run_sweep(path: str | Path, threads: int = 2) -> list[dict]:
     return done
 
 
-def run_trial(config: dict, trial: dict, threads: int = 2) -> dict:
-    """Train (unless ``demos`` is 0) and evaluate one trial; return its record."""
-    from evoflow.evaluate.run import evaluate_envs
+def run_trial(
+    config: dict, trial: dict, threads: int = 2, store: Path | None = None
+) -> dict:
+    """Train (unless ``demos`` is 0), evaluate and explore one trial; its record.
+
+    ``store`` keeps trained adapters by their settings (None: a temporary folder).
+    """
+    from evoflow.runtime import configure_threads
+
+    configure_threads(threads)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        adapter, summary = _trained(config, trial, Path(store or tmp))
+        trained = time.perf_counter()
+        tested, explored = _measure(config, trial, adapter)
+    keys = ("successes", "episodes", "mean_turns", "invalid_action_rate")
+    return {
+        "trial": trial,
+        "optimizer_steps": summary.get("optimizer_steps", 0),
+        "episodes_trained": summary.get("episodes", 0),
+        "final_loss": summary.get("final_loss"),
+        "train_seconds": round(trained - started, 1),
+        "eval_seconds": round(time.perf_counter() - trained, 1),
+        "metrics": {env: {k: m[k] for k in keys} for env, m in tested.items()},
+        "explored": {env: {k: m[k] for k in keys} for env, m in explored.items()},
+    }
+
+
+def _trained(config: dict, trial: dict, store: Path) -> tuple[str | None, dict]:
+    """The trial's adapter and training summary, trained unless already stored."""
     from evoflow.rollout.expert import expert_demos
-    from evoflow.runtime import configure_threads, policy_from_config, rollout_spec
     from evoflow.train.sft_config import SFTConfig
     from evoflow.train.sft_trainer import train_sft
 
-    configure_threads(threads)
     envs = config["envs"]
-    started = time.perf_counter()
     demos = _demos_per_env(trial["demos"], envs)
+    if not any(demos.values()):
+        return None, {}
+    settings = {**config["train"], **{k: trial[k] for k in TRAIN_KEYS & set(trial)}}
+    key = derive_seed(config["model"]["name"], config["seed"], sorted(demos.items()),
+                      sorted(settings.items()), sorted(envs.items()))  # fmt: skip
+    folder = store / "adapters" / f"{key:016x}"
+    if (folder / "summary.json").is_file():
+        return str(folder / "adapter"), json.loads(
+            (folder / "summary.json").read_text()
+        )
     chats = [
         [{"role": m.role, "content": m.content, "loss": m.loss} for m in e.messages]
         for env in envs
@@ -105,47 +150,57 @@ def run_trial(config: dict, trial: dict, threads: int = 2) -> dict:
             env, demos[env], "calibration", config["seed"], envs[env]["max_turns"]
         )  # fmt: skip
     ]
-    settings = {**config["train"], **{k: trial[k] for k in trial if k in TRIAL_KEYS - {"name", "demos"}}}  # fmt: skip
-    with tempfile.TemporaryDirectory() as tmp:
-        adapter, summary = None, {}
-        if chats:
-            adapter = str(Path(tmp) / "adapter")
-            summary = train_sft(chats, config["model"]["name"], adapter,
-                                SFTConfig(**settings), progress=False)  # fmt: skip
-        trained = time.perf_counter()
-        specs = {env: rollout_spec(config, env, method="calibration", round=1, client=env,
-                                   split="test", source="eval", adapter=adapter,
-                                   temperature=0.0) for env in envs}  # fmt: skip
-        policy = policy_from_config(config)
-        try:
-            results = evaluate_envs(policy, specs, {e: envs[e]["test"] for e in envs},
-                                    {e: envs[e]["remote"] for e in envs},
-                                    config["generation"]["width"])  # fmt: skip
-        finally:
-            policy.close()
-    metrics = {env: m for env, (_, m) in results.items()}
-    return {
-        "trial": trial,
-        "optimizer_steps": summary.get("optimizer_steps", 0),
-        "episodes_trained": len(chats),
-        "final_loss": summary.get("final_loss"),
-        "train_seconds": round(trained - started, 1),
-        "eval_seconds": round(time.perf_counter() - trained, 1),
-        "metrics": {
-            env: {
-                k: m[k]
-                for k in ("successes", "episodes", "mean_turns", "invalid_action_rate")
-            }
-            for env, m in metrics.items()
-        },  # fmt: skip
-    }
+    with atomic_path(folder) as tmp:
+        tmp.mkdir(parents=True)
+        summary = train_sft(chats, config["model"]["name"], str(tmp / "adapter"),
+                            SFTConfig(**settings), progress=False)  # fmt: skip
+        summary = {**summary, "episodes": len(chats)}
+        (tmp / "summary.json").write_text(json.dumps(summary))
+    return str(folder / "adapter"), summary
+
+
+def _measure(config: dict, trial: dict, adapter: str | None) -> tuple[dict, dict]:
+    """Greedy test metrics and, with ``explore``, exploration metrics per env."""
+    from evoflow.envs import split_ids
+    from evoflow.evaluate.run import evaluate_envs
+    from evoflow.rollout.engine import Job, play
+    from evoflow.runtime import policy_from_config, rollout_spec
+
+    envs = config["envs"]
+    generation = {**config["generation"],
+                  "constrain_actions": bool(trial.get("constrain_actions", False))}  # fmt: skip
+    config = {**config, "generation": generation}
+
+    def spec(env, split, temperature):
+        return rollout_spec(config, env, method="calibration", round=1, client=env,
+                            split=split, source="eval" if split == "test" else "explore",
+                            adapter=adapter, temperature=temperature)  # fmt: skip
+
+    policy = policy_from_config(config)
+    try:
+        tested = evaluate_envs(policy, {env: spec(env, "test", 0.0) for env in envs},
+                               {e: envs[e]["test"] for e in envs},
+                               {e: envs[e]["remote"] for e in envs},
+                               generation["width"])  # fmt: skip
+        jobs = [Job(env, task, 0, spec(env, "train", None))
+                for env in envs for task in choose(split_ids(env, "train", envs[env]["remote"]),
+                                                   trial.get("explore", 0), config["seed"],
+                                                   "calibration-explore", env)]  # fmt: skip
+        factories = {env: env_factory(env, envs[env]["remote"]) for env in envs}
+        played = play(policy, factories, jobs, generation["width"]) if jobs else []
+    finally:
+        policy.close()
+    explored = {env: episode_metrics([e for e in played if e.env == env])
+                for env in envs if trial.get("explore")}  # fmt: skip
+    return {env: m for env, (_, m) in tested.items()}, explored
 
 
 def write_report(path: str | Path, records: list[dict], base: str) -> None:
     """The markdown table of all trials (rates in %, Avg pooled over episodes)."""
     envs = [e for e in ENV_ORDER if any(e in r["metrics"] for r in records)]
-    header = ["Trial", "Demos/env", "LR", "Epochs", "Batch", "Steps", "Train s",
-              "Eval s", *(ENV_TITLES[e] for e in envs), "Avg", "Invalid %"]  # fmt: skip
+    header = ["Trial", "Demos/env", "LR", "Epochs", "Batch", "Constrained", "Steps",
+              "Train s", "Eval s", *(ENV_TITLES[e] for e in envs), "Avg", "Invalid %",
+              "Explored"]  # fmt: skip
     lines = [md_row(header), md_row(["---"] * len(header))]
     for r in records:
         t = r["trial"]
@@ -154,9 +209,11 @@ def write_report(path: str | Path, records: list[dict], base: str) -> None:
             str(t["demos"].get(e, 0)) for e in envs)  # fmt: skip
         lines.append(md_row([t["name"], str(demos), str(t.get("learning_rate", "")),
                              str(t.get("epochs", "")), str(t.get("batch_size", "")),
+                             "yes" if t.get("constrain_actions") else "no",
                              str(r["optimizer_steps"]), f"{r['train_seconds']:.0f}",
                              f"{r['eval_seconds']:.0f}", *(pct(row.rate(e)) for e in envs),
-                             pct(row.pooled), pct(row.invalid_pct)]))  # fmt: skip
+                             pct(row.pooled), pct(row.invalid_pct),
+                             _explored(r.get("explored") or {}, envs)]))  # fmt: skip
     table = f"{BEGIN}\n<!-- base config: {base} -->\n" + "\n".join(lines) + f"\n{END}"
     path = Path(path)
     text = path.read_text() if path.is_file() else ""
@@ -167,6 +224,18 @@ def write_report(path: str | Path, records: list[dict], base: str) -> None:
         text = table + "\n"
     with atomic_path(path) as tmp:
         tmp.write_text(text)
+
+
+def _explored(explored: dict, envs: list[str]) -> str:
+    """Exploration successes per env (in table order) and in all, e.g. ``3/0/1 (4/48)``."""
+    if not explored:
+        return "–"
+    per_env = "/".join(
+        str(explored[e]["successes"]) if e in explored else "–" for e in envs
+    )
+    wins = sum(m["successes"] for m in explored.values())
+    played = sum(m["episodes"] for m in explored.values())
+    return f"{per_env} ({wins}/{played})"
 
 
 def _demos_per_env(demos: int | dict, envs: dict) -> dict[str, int]:
