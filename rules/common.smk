@@ -69,7 +69,7 @@ def tts_outputs(probe, leaf):
 
 def runtime_settings_with_turns(turns):
     """Evaluation settings with every env's turn cap set to ``turns``."""
-    settings = runtime_settings(ENVS, ["test", "max_turns", "remote"])
+    settings = runtime_settings(ENVS, ["test", "max_turns", "remote", "strata"])
     return {**settings, "envs": {e: {**v, "max_turns": turns} for e, v in settings["envs"].items()}}
 
 
@@ -111,7 +111,7 @@ def rl_span_inputs(wildcards):
 def rl_settings(wildcards):
     """A span's params: the runtime settings, the kind and the RL options."""
     method = method_of(wildcards)
-    settings = runtime_settings(ENVS, ["max_turns", "remote"])
+    settings = runtime_settings(ENVS, ["max_turns", "remote", "strata"])
     return {**settings, "kind": method.kind.name, "options": method.options}
 
 

@@ -11,7 +11,7 @@ rule evaluate:
     log:
         f"{LOGS}/{{method}}/round={{round}}/evaluate.log",
     params:
-        settings=runtime_settings(ENVS, ["test", "max_turns", "remote"]),
+        settings=runtime_settings(ENVS, ["test", "max_turns", "remote", "strata"]),
         envs=ENVS,
         kind=lambda wildcards: method_of(wildcards).kind.name,
     threads: 1

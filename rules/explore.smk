@@ -13,7 +13,7 @@ rule explore:
         method=methods_where(lambda kind: kind.explores),
     params:
         settings=lambda wc: runtime_settings(
-            [wc.env], ["explore", "max_turns", "remote"], explore_sampling(method_of(wc))
+            [wc.env], ["explore", "max_turns", "remote", "strata"], explore_sampling(method_of(wc))
         ),
     threads: 1
     conda:

@@ -32,7 +32,7 @@ rule tts_passk:
     log:
         f"{LOGS}/{{method}}/round={{round}}/tts_passk.log",
     params:
-        settings=runtime_settings(ENVS, ["test", "max_turns", "remote"]),
+        settings=runtime_settings(ENVS, ["test", "max_turns", "remote", "strata"]),
         samples=config["tts"]["samples"],
     threads: 1
     conda:

@@ -20,5 +20,6 @@ info = write_demos(
     ),
     max_turns=env["max_turns"],
     demos_file=env["demos_file"],
+    strata=env["strata"],
 )
 print(f"{info.rows} demonstrations -> {info.path}", file=sys.stderr)

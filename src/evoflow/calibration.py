@@ -147,7 +147,12 @@ def _trained(config: dict, trial: dict, store: Path) -> tuple[str | None, dict]:
         for env in envs
         if demos[env]
         for e in expert_demos(
-            env, demos[env], "calibration", config["seed"], envs[env]["max_turns"]
+            env,
+            demos[env],
+            "calibration",
+            config["seed"],
+            envs[env]["max_turns"],
+            envs[env].get("strata"),
         )  # fmt: skip
     ]
     with atomic_path(folder) as tmp:
@@ -181,9 +186,11 @@ def _measure(config: dict, trial: dict, adapter: str | None) -> tuple[dict, dict
         tested = evaluate_envs(policy, {env: spec(env, "test", 0.0) for env in envs},
                                {e: envs[e]["test"] for e in envs},
                                {e: envs[e]["remote"] for e in envs},
-                               generation["width"])  # fmt: skip
+                               generation["width"],
+                               {e: envs[e].get("strata") for e in envs})  # fmt: skip
         jobs = [Job(env, task, 0, spec(env, "train", None))
-                for env in envs for task in choose(split_ids(env, "train", envs[env]["remote"]),
+                for env in envs for task in choose(split_ids(env, "train", envs[env]["remote"],
+                                                             envs[env].get("strata")),
                                                    trial.get("explore", 0), config["seed"],
                                                    "calibration-explore", env)]  # fmt: skip
         factories = {env: env_factory(env, envs[env]["remote"]) for env in envs}

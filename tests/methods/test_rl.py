@@ -102,7 +102,8 @@ def test_training_tasks_come_from_the_named_subsets_only():
     assert all(BabyAIEnv.stratum(t) == "goto" for t in babyai)
     assert len(tasks) - 220 == len(split_ids("textcraft", "train"))  # untouched
     with pytest.raises(
-        ValueError, match="no training task in .'gotox'.; its names are"
+        ValueError,
+        match=r"rl.train_subsets.babyai: no task of babyai in .'gotox'.; its strata are",
     ):
         training_tasks(envs, {"babyai": ["gotox"]})
     # a level (BabyAI's subset) selects its 20 training tasks (800 / 40 levels)

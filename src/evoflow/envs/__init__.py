@@ -69,15 +69,41 @@ def env_factory(
     return lambda: RemoteEnv(remote["url"], protocol=protocol, env=name, client=client)
 
 
-def split_ids(name: str, split: str, remote: dict[str, Any] | None = None) -> list[str]:
-    """Task ids of a split: from the config, the remote server or the env's split file."""
+def split_ids(
+    name: str,
+    split: str,
+    remote: dict[str, Any] | None = None,
+    strata: list[str] | None = None,
+) -> list[str]:
+    """Task ids of a split: from the config, the remote server or the env's split
+    file; with ``strata``, only the tasks of those strata (``in_strata``)."""
+    if remote is not None and strata is not None:
+        raise ValueError(
+            f"envs.{name}.strata: strata are defined by in-process environments; "
+            f"{name} is served remotely"
+        )
     if remote is not None and remote.get(f"{split}_ids"):
         return list(remote[f"{split}_ids"])
     env = env_factory(name, remote)()
     try:
-        return env.task_ids(split)
+        ids = env.task_ids(split)
     finally:
         env.close()
+    return (
+        ids if strata is None else in_strata(name, ids, strata, f"envs.{name}.strata")
+    )
+
+
+def in_strata(name: str, ids: list[str], strata: list[str], where: str) -> list[str]:
+    """The tasks of ``ids`` whose stratum or subset (``TextEnv.stratum``,
+    ``TextEnv.subset``) is one of ``strata``; an error names the known ones."""
+    cls, wanted = env_class(name), set(strata)
+    kept = [t for t in ids if {cls.stratum(t), cls.subset(t)} & wanted]
+    if not kept:
+        seen = sorted({cls.stratum(t) for t in ids} | {cls.subset(t) for t in ids})
+        raise ValueError(f"{where}: no task of {name} in {list(strata)}; "
+                         f"its strata are {seen}")  # fmt: skip
+    return kept
 
 
 __all__ = [
@@ -90,6 +116,7 @@ __all__ = [
     "Turn",
     "env_class",
     "env_factory",
+    "in_strata",
     "split_ids",
     "make_env",
     "play_expert",

@@ -176,6 +176,21 @@ def layout_for(task_id: str) -> Layout:
     raise TaskError(f"maze: no task with id {task_id!r}")
 
 
+DISTANCE_BANDS = ((1, 4), (5, 8), (9, MAX_TURNS))
+
+
+def distance_band(moves: int) -> str:
+    """The stratum name of a task whose shortest path takes ``moves`` moves."""
+    low, high = next(b for b in DISTANCE_BANDS if b[0] <= moves <= b[1])
+    return f"distance {low}-{high}"
+
+
+@cache
+def _path(task_id: str) -> tuple[str, ...]:
+    layout = layout_for(task_id)
+    return tuple(layout.shortest_path(layout.start))
+
+
 class MazeEnv(TextEnv):
     name = "maze"
     lists_actions = True
@@ -188,6 +203,12 @@ class MazeEnv(TextEnv):
         "you. Walking into a wall leaves you where you are.\n"
         "Actions: move up, move down, move left, move right."
     )
+
+    @classmethod
+    def stratum(cls, task_id: str) -> str:
+        """Shortest-path length from start to goal, in bands: ``distance 1-4``,
+        ``distance 5-8`` or ``distance 9-15``."""
+        return distance_band(len(_path(task_id)))
 
     @classmethod
     def build_splits(cls) -> dict[str, list[str]]:

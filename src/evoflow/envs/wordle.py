@@ -106,6 +106,12 @@ class WordleEnv(TextEnv):
     )
 
     @classmethod
+    def stratum(cls, task_id: str) -> str:
+        """The word list the task plays with: ``vocab40`` (AgentGym's 40 words,
+        listed in the first observation) or ``answers`` (2,315 common words)."""
+        return task_vocabulary(task_id)
+
+    @classmethod
     def build_splits(cls) -> dict[str, list[str]]:
         return {
             "test": [str(i) for i in range(TEST_COUNT)],

@@ -26,15 +26,20 @@ log = logging.getLogger(__name__)
 
 
 def eval_tasks(
-    env_name: str, count: int | None, seed: int, remote: dict | None = None
+    env_name: str,
+    count: int | None,
+    seed: int,
+    remote: dict | None = None,
+    strata: list[str] | None = None,
 ) -> list[str]:
     """The evaluated test tasks: the same for every method of an experiment.
 
     A subset is drawn stratified by the env's ``stratum`` (BabyAI level family,
-    TextCraft depth), so it keeps the split's mix; a remote env's tasks form
-    one stratum.
+    TextCraft depth, Maze distance, …), so it keeps the split's mix; with
+    ``strata`` (``envs.<env>.strata``) only those strata's tasks are drawn from;
+    a remote env's tasks form one stratum.
     """
-    ids = split_ids(env_name, "test", remote)
+    ids = split_ids(env_name, "test", remote, strata)
     stratum = env_class(env_name).stratum if remote is None else (lambda _: "all")
     return choose_stratified(ids, count, stratum, seed, "test", env_name)
 
@@ -45,6 +50,7 @@ def evaluate_envs(
     counts: Mapping[str, int | None],
     remotes: Mapping[str, dict | None],
     width: int = 16,
+    strata: Mapping[str, list[str] | None] | None = None,
 ) -> dict[str, tuple[list[Episode], dict]]:
     """Greedy episodes and metrics per environment (``specs`` keyed by env)."""
     jobs, factories = [], {}
@@ -53,9 +59,8 @@ def evaluate_envs(
         spec = replace(spec, split="test", source="eval", adapter_sha256=digest,
                        sampling=replace(spec.sampling, temperature=0.0))  # fmt: skip
         factories[env_name] = env_factory(env_name, remotes.get(env_name))
-        tasks = eval_tasks(
-            env_name, counts.get(env_name), spec.seed, remotes.get(env_name)
-        )
+        tasks = eval_tasks(env_name, counts.get(env_name), spec.seed,
+                           remotes.get(env_name), (strata or {}).get(env_name))  # fmt: skip
         jobs += [Job(env_name, task, 0, spec) for task in tasks]
     episodes = play(policy, factories, jobs, width)
     results = {}
@@ -115,6 +120,7 @@ def run_evaluation(
         results = evaluate_envs(
             policy, specs, {e: envs[e]["test"] for e in outputs},
             {e: envs[e]["remote"] for e in outputs}, config["generation"]["width"],
+            {e: envs[e].get("strata") for e in outputs},
         )  # fmt: skip
     finally:
         policy.close()

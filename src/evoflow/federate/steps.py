@@ -45,6 +45,7 @@ def ensure_expert_demos(layout: Layout, config: dict, env: str) -> str:
         config_hash=digest,
         max_turns=settings["max_turns"],
         demos_file=settings["demos_file"],
+        strata=settings["strata"],
     )
     write_shards_manifest(manifest, [layout.demos(env)], rule="expert_manifest")
     write_text(marker, digest)
@@ -79,7 +80,7 @@ def client_round(config: dict, method: Method, env: str, round: int,
     name = method.name
     if method.kind.explores:
         sampling = wiring.explore_sampling(method, config["generation"])
-        settings = jobs.runtime_settings(config, [env], ["explore", "max_turns", "remote"],
+        settings = jobs.runtime_settings(config, [env], ["explore", "max_turns", "remote", "strata"],
                                          sampling)  # fmt: skip
         explored = layout.client(name, round, env, "explore.parquet")
         explore(settings, config_hash(settings), env_name=env, method=name, round=round,

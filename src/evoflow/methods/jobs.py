@@ -24,7 +24,8 @@ def runtime_settings(
 def expert_settings(config: dict, env: str, expert_set: str = EXPERT) -> dict:
     """An expert set's demonstration settings for one env: the count is
     ``demos``, or ``demos_large`` for the large set (null: all tasks)."""
-    settings = {k: config["envs"][env][k] for k in ("demos", "demos_file", "max_turns")}
+    settings = {k: config["envs"][env][k]
+                for k in ("demos", "demos_file", "max_turns", "strata")}  # fmt: skip
     if expert_set != EXPERT:
         settings["demos"] = config["envs"][env]["demos_large"]
     return settings

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from evoflow.envs import make_env, play_expert, replay
+from evoflow.envs import in_strata, make_env, play_expert, replay
 from evoflow.envs.base import Trajectory
 from evoflow.envs.formats import reply_format
 from evoflow.rollout.react import opening_messages, turn_messages
@@ -70,6 +70,7 @@ def expert_demos(
     experiment: str,
     seed: int,
     max_turns: int | None = None,
+    strata: list[str] | None = None,
 ) -> list[Episode]:
     """Verified expert episodes that succeed within the turn cap.
 
@@ -85,21 +86,24 @@ def expert_demos(
     max_turns
         the turn cap (the config's ``envs.<env>.max_turns``; None: the env's
         own), which is also each demonstration's horizon.
+    strata
+        draw only training tasks of these strata (``envs.<env>.strata``).
     """
     env, fresh = make_env(env_name), make_env(env_name)
+    train = env.task_ids("train")
+    if strata is not None:
+        train = in_strata(env_name, train, strata, f"envs.{env_name}.strata")
     try:
-        return _verified_demos(env, fresh, n_tasks, experiment, seed, max_turns)
+        return _verified_demos(env, fresh, train, n_tasks, experiment, seed, max_turns)
     finally:
         env.close()
         fresh.close()
 
 
-def _verified_demos(
-    env, fresh, n_tasks: int | None, experiment: str, seed: int, max_turns: int | None
-) -> list[Episode]:
+def _verified_demos(env, fresh, train: list[str], n_tasks: int | None,
+                    experiment: str, seed: int, max_turns: int | None) -> list[Episode]:  # fmt: skip
     env_name = env.name
     horizon = max_turns or env.max_turns
-    train = env.task_ids("train")
     n_tasks = len(train) if n_tasks is None else n_tasks
     episodes, tried = [], 0
     for task in _candidate_tasks(train, n_tasks, seed, env_name):
@@ -165,6 +169,7 @@ def write_demos(
     config_hash: str,
     max_turns: int | None = None,
     demos_file: str | None = None,
+    strata: list[str] | None = None,
 ) -> ShardInfo:
     """Write the demonstration shard of one environment.
 
@@ -176,7 +181,7 @@ def write_demos(
         episodes = file_demos(demos_file, env_name, n_tasks, experiment, max_turns)
         model_id = "agenttraj"
     else:
-        episodes = expert_demos(env_name, n_tasks, experiment, seed, max_turns)
+        episodes = expert_demos(env_name, n_tasks, experiment, seed, max_turns, strata)
         model_id = EXPERT_MODEL
     for episode in episodes:
         episode.client = env_name

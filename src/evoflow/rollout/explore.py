@@ -28,12 +28,14 @@ def explore(
     output: str | Path,
     threads: int = 1,
 ) -> ShardInfo:
-    """Play ``envs.<env>.explore`` training tasks at the exploration temperature."""
+    """Play ``envs.<env>.explore`` training tasks (of ``envs.<env>.strata``, when
+    set) at the exploration temperature."""
     from evoflow.runtime import configure_threads, policy_from_config, rollout_spec
 
     configure_threads(threads)
     env_cfg = config["envs"][env_name]
-    tasks = choose(split_ids(env_name, "train", env_cfg["remote"]), env_cfg["explore"],
+    train = split_ids(env_name, "train", env_cfg["remote"], env_cfg.get("strata"))
+    tasks = choose(train, env_cfg["explore"],
                    config["seed"], "explore", round, env_name)  # fmt: skip
     digest = adapter_digest(adapter) if adapter else None
     spec = rollout_spec(config, env_name, method=method, round=round, client=env_name,

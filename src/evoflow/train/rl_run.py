@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from evoflow.envs import env_class, env_factory, split_ids
+from evoflow.envs import env_factory, in_strata, split_ids
 from evoflow.methods import rl
 from evoflow.methods.base import Kind, Method
 from evoflow.methods.registry import KINDS
@@ -51,22 +51,14 @@ def run_rl_span(settings: dict, config_hash: str, method: str, round: int,
 
 
 def training_tasks(envs: dict, subsets: dict[str, list[str]]) -> list[tuple[str, str]]:
-    """(env, task) of each env's train split; where ``subsets[env]`` is given,
-    only tasks whose stratum or subset (``TextEnv.subset``) it names."""
+    """(env, task) of each env's train split (within ``envs.<env>.strata``);
+    where ``subsets[env]`` is given, only tasks whose stratum or subset
+    (``TextEnv.subset``) it names."""
     tasks = []
     for env, options in envs.items():
-        ids = split_ids(env, "train", options["remote"])
+        ids = split_ids(env, "train", options["remote"], options.get("strata"))
         if env in subsets:
-            cls = env_class(env)
-            wanted = set(subsets[env])
-            kept = [t for t in ids if {cls.stratum(t), cls.subset(t)} & wanted]
-            if not kept:
-                seen = sorted(
-                    {cls.stratum(t) for t in ids} | {cls.subset(t) for t in ids}
-                )
-                raise ValueError(f"rl.train_subsets.{env}: no training task in "
-                                 f"{subsets[env]}; its names are {seen}")  # fmt: skip
-            ids = kept
+            ids = in_strata(env, ids, subsets[env], f"rl.train_subsets.{env}")
         tasks += [(env, t) for t in ids]
     return tasks
 

@@ -114,6 +114,13 @@ class WebShopEnv(TextEnv):
     )
 
     @classmethod
+    def stratum(cls, task_id: str) -> str:
+        """How much the instruction asks for: attributes plus options to match
+        (``2 requirements`` … ``5 requirements``)."""
+        goal = goal_for(task_id)
+        return f"{len(goal.attributes) + len(goal.options)} requirements"
+
+    @classmethod
     def build_splits(cls) -> dict[str, list[str]]:
         return split_ids()
 
