@@ -115,12 +115,15 @@ def test_report_lists_methods_in_table_1_order_whatever_the_config_order(tmp_pat
     assert titles == ["Pre-Trained", "Random (valid actions)", "Local",
                       "Centralized", "FedIT", "Fed-SE"]  # fmt: skip
     rounds, envs = config["fed"]["rounds"], len(config["envs"])
-    found = f"| Fed-SE | 25.0 | 4.0 | {rounds * envs} / {3 * rounds * envs} |"
+    per_round = " → ".join([str(envs)] * rounds)  # each client found 1 of 3
+    found = (
+        f"| Fed-SE | 25.0 | 4.0 | {per_round} ({rounds * envs} / {3 * rounds * envs}) |"
+    )
     assert found in table and "| FedIT | 25.0 | 4.0 | – |" in table
 
 
 def test_behaviour_table_pools_turns_and_counts_explorations(tmp_path):
-    from evoflow.report.behaviour import behaviour_markdown, explored
+    from evoflow.report.behaviour import behaviour_markdown, explored, explored_by_round
 
     # maze: 4 episodes x 5 turns, 10 % invalid -> 20 turns, 2 invalid;
     # wordle: 6 episodes x 2 turns, 50 % invalid -> 12 turns, 6 invalid.
@@ -134,13 +137,17 @@ def test_behaviour_table_pools_turns_and_counts_explorations(tmp_path):
     fedse = load_row("fedse", "Fed-SE", files)
     buffers = []
     for k, (found, played) in enumerate(((1, 3), (4, 3))):
-        path = tmp_path / f"buffer{k}.json"
+        path = tmp_path / f"round={k + 1}" / "buffer.json"
+        path.parent.mkdir()
         path.write_text(json.dumps({"shards": [], "info": {
             "explored_successes": found, "explored_episodes": played}}))  # fmt: skip
         buffers.append(path)
     assert explored(buffers) == (5, 6)
-    table = behaviour_markdown([fedse], {"fedse": explored(buffers)})
-    assert "| Fed-SE | 25.0 | 3.2 | 5 / 6 |" in table
+    assert explored_by_round(buffers[::-1]) == [(1, 3), (4, 3)]
+    table = behaviour_markdown([fedse], {"fedse": explored_by_round(buffers)})
+    assert "| Fed-SE | 25.0 | 3.2 | 1 → 4 (5 / 6) |" in table
+    one_round = behaviour_markdown([fedse], {"fedse": [(5, 6)]})
+    assert "| Fed-SE | 25.0 | 3.2 | 5 / 6 |" in one_round
     assert "| FedIT | 0.0 | 1.0 | – |" in behaviour_markdown(
         [Row("fedit", "FedIT", {"maze": 0}, {"maze": 2}, {"maze": 2.0}, {"maze": 0.0})],
         {},

@@ -25,7 +25,7 @@ from evoflow.methods import rl as rl_family
 from evoflow.methods.fedse import server_settings
 from evoflow.methods.registry import ENVLESS
 from evoflow.report import agentgym, agentgym_rl, figures, sage, scaling
-from evoflow.report.behaviour import behaviour_markdown, explored
+from evoflow.report.behaviour import behaviour_markdown, explored_by_round
 from evoflow.report.tables import (
     ENV_TITLES,
     Row,
@@ -122,7 +122,7 @@ def build_report(
     ]
     reference = reference_rows(config["model"]["name"])
     exploration = {
-        name: explored(family(m).buffers(layout, m, envs))
+        name: explored_by_round(family(m).buffers(layout, m, envs))
         for name, m in methods.items()
         if m.kind.explores
     }
