@@ -9,23 +9,26 @@ the listed actions, and the turn may end only where one is complete. In
 ``text`` replies the whole reply is the action, so the constraint holds from
 the first token.
 
-The constraint works on text, not on one tokenization: a token is allowed when
-its text extends the reply along some listed action, so the model keeps its own
-way of spelling an action in tokens. Log-probabilities stay those of the
-unconstrained model (``Generation.logprobs``); only sampling is restricted.
+From there the reply follows a token trie: each listed action (with its
+``Action:`` scaffold where that is still to come) spelled in the tokenizer's
+own tokens, then a stop token. Letting any token whose text merely extends an
+action through would let a model that does not expect the action spell it
+letter by letter and run out of tokens. Only where the token that completed the
+tag already began the action is the rest followed character by character.
+Log-probabilities stay those of the unconstrained model
+(``Generation.logprobs``); only sampling is restricted.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
 
+from evoflow.envs.formats import ACTION_TAG
 from evoflow.policy.base import ActionChoice
 
-ACTION_TAG = re.compile(r"Action\s*:", re.IGNORECASE)  # as the react format reads it
 MARGIN_TOKENS = 2  # spare tokens kept for an action spelled in more tokens
 
 
@@ -44,7 +47,6 @@ class Vocabulary:
         self.stop_ids = sorted(stop_ids)
         self.size = size
         self._tokenizer = tokenizer
-
         self._spellings: dict[str, list[int]] = {}
 
     def spell(self, text: str) -> list[int]:
