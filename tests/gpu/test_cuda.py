@@ -156,3 +156,14 @@ def test_an_evaluation_runs_through_the_hf_backend_on_the_device(policy, tmp_pat
     assert [e.messages[-2].content for e in episodes] == [
         e.messages[-2].content for e in again
     ]
+
+
+def test_constrained_replies_read_as_listed_actions_on_the_device(policy):
+    from evoflow.envs.formats import reply_format
+    from evoflow.policy.base import ActionChoice
+
+    moves = ("move up", "move down", "move left", "move right")
+    chat = [{"role": "user", "content": "You are in a maze. Where do you go?"}]
+    out = policy.generate([chat] * 8, SamplingParams(1.0, max_new_tokens=24),
+                          seeds=list(range(8)), choices=[ActionChoice(moves)] * 8)  # fmt: skip
+    assert all(reply_format("react").parse(g.text).action in moves for g in out)
