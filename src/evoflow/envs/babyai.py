@@ -367,9 +367,6 @@ class BabyAIEnv(TextEnv):
 
     # --- helpers for agents -------------------------------------------------
 
-    def action_choices(self) -> list[str] | None:
-        return self.available_actions() or None
-
     def available_actions(self) -> list[str]:
         """The list that ends the current observation (empty between episodes)."""
         return action_list(self._world) if self.running else []

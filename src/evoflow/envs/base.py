@@ -159,8 +159,9 @@ class TextEnv(ABC):
         """Every well-formed action now, where the env can enumerate them
         (constrained decoding and the random baseline choose among these);
         None where the action space is open (a search query, free text).
-        Envs that always can set ``lists_actions``."""
-        return None
+        Envs that always can set ``lists_actions`` and list them in
+        ``available_actions``."""
+        return (self.available_actions() or None) if self.lists_actions else None
 
     def close(self) -> None:
         """Release what the environment holds (a server session, a simulator);

@@ -78,9 +78,6 @@ class DoorsEnv(TextEnv):
         door = self.sign.rsplit(" ", 1)[1]
         return f"The sign points {door}.", door
 
-    def action_choices(self) -> list[str] | None:
-        return self.available_actions() or None
-
     def available_actions(self) -> list[str]:
         return ["left", "right"]
 

@@ -264,9 +264,6 @@ class MazeEnv(TextEnv):
             return Step(f"You reached the goal at position {r}, {c}.", 1.0, True, True)
         return Step(self._describe(), 0.0, False, False)
 
-    def action_choices(self) -> list[str] | None:
-        return self.available_actions() or None
-
     def available_actions(self) -> list[str]:
         return [f"move {m}" for m in MOVES]
 

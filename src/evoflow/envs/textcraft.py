@@ -286,9 +286,6 @@ class TextCraftEnv(TextEnv):
         done = recipe.output == self._goal.item
         return Step(f"Crafted {made}", float(done), done, done)
 
-    def action_choices(self) -> list[str] | None:
-        return self.available_actions() or None
-
     def available_actions(self) -> list[str]:
         """``inventory``, one batch of each listed command, ``get 1`` of its bases."""
         bases = {

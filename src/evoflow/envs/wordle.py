@@ -162,9 +162,6 @@ class WordleEnv(TextEnv):
         plural = "es" if left > 1 else ""
         return Step(f"{message} {left} guess{plural} left.", 0.0, False, False, valid)
 
-    def action_choices(self) -> list[str] | None:
-        return self.available_actions() or None
-
     def available_actions(self) -> list[str]:
         """Every word of the game's vocabulary, spelled as a guess."""
         return [" ".join(word) for word in self._vocab] if self.running else []

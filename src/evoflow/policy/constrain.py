@@ -45,7 +45,6 @@ class Vocabulary:
             if text:
                 self.by_text.setdefault(text, []).append(i)
         self.stop_ids = sorted(stop_ids)
-        self.size = size
         self._tokenizer = tokenizer
         self._spellings: dict[str, list[int]] = {}
 
