@@ -20,7 +20,8 @@ ENVS = sorted(CONFIG["envs"])
 def test_expert_solves_every_evaluated_task_within_the_cap(env_name):
     settings = CONFIG["envs"][env_name]
     env = make_env(env_name)
-    tasks = eval_tasks(env_name, settings["test"], CONFIG["seed"])
+    tasks = eval_tasks(env_name, settings["test"], CONFIG["seed"],
+                       strata=settings["strata"])  # fmt: skip
     assert len(tasks) == settings["test"]
     unsolved = [
         t for t in tasks if not play_expert(env, t, settings["max_turns"]).success
@@ -34,6 +35,6 @@ def test_expert_solves_every_evaluated_task_within_the_cap(env_name):
 def test_demonstrations_fit_the_cap(env_name):
     settings = CONFIG["envs"][env_name]
     demos = expert_demos(env_name, settings["demos"], "embedded", CONFIG["seed"],
-                         settings["max_turns"])  # fmt: skip
+                         settings["max_turns"], settings["strata"])  # fmt: skip
     assert len(demos) == settings["demos"]
     assert all(d.success and d.n_turns <= settings["max_turns"] for d in demos)

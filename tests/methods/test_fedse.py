@@ -88,9 +88,9 @@ def test_evaluation_adapters_and_rounds():
     assert fedse.eval_adapters(LAYOUT, m["fedse"], 2, ENVS) == {
         "global": "results/x/fedse/round=2/global/adapter"
     }
-    # every eval_stride-th round and always the last one
-    assert m["fedse"].eval_rounds == [2, 3]
-    assert m["late"].eval_rounds == [2, 4, 5]
+    # the first round, every eval_stride-th round and always the last one
+    assert m["fedse"].eval_rounds == [1, 2, 3]
+    assert m["late"].eval_rounds == [1, 2, 4, 5]
     assert m["centralized"].eval_rounds == [1] and m["pretrained"].eval_rounds == [0]
     assert fedse.evaluations(LAYOUT, m["pretrained"], ["maze"]) == [
         "results/x/pretrained/round=0/eval/env=maze/metrics.json"

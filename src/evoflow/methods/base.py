@@ -52,16 +52,16 @@ class Method:
 
     @property
     def eval_rounds(self) -> list[int]:
-        """Rounds whose adapter is evaluated (the last one always)."""
+        """Rounds whose adapter is evaluated: every ``eval_stride``-th and the
+        last one; a federated method's first round too (its curve's start)."""
         if not self.kind.trains:
             return [0]
         if self.kind.iterative:
             return sorted({*range(0, self.rounds + 1, self.eval_stride), self.rounds})
         if not self.kind.federated:
             return [1]
-        return sorted(
-            {*range(self.eval_stride, self.rounds + 1, self.eval_stride), self.rounds}
-        )
+        every = range(self.eval_stride, self.rounds + 1, self.eval_stride)
+        return sorted({1, *every, self.rounds})
 
     @property
     def final_round(self) -> int:
