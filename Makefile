@@ -30,6 +30,8 @@ setup: $(STAMP)
 run: $(STAMP)
 	snakemake --profile workflow/profiles/local --cores $(CORES)
 	@cat reports/embedded/table1.md
+	@echo; echo "Job time per rule (benchmark files under logs/embedded/bench):"
+	@evoflow timing logs/embedded
 
 lint: $(STAMP)
 	ruff check .

@@ -9,6 +9,8 @@ rule merge_buffers:
         f"{RESULTS}/{{method}}/round={{round}}/global/dataset.json",
     log:
         f"{LOGS}/{{method}}/round={{round}}/merge.log",
+    benchmark:
+        f"{LOGS}/bench/merge_buffers/{{method}}/round={{round}}/merge.tsv",
     wildcard_constraints:
         method=methods_where(lambda kind: kind.family == "agentevol" and kind.explores),
     localrule: True

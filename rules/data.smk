@@ -7,6 +7,8 @@ rule expert_demos:
         f"{RESULTS}/{{expert_set}}/env={{env}}/demos.parquet",
     log:
         f"{LOGS}/{{expert_set}}/{{env}}.log",
+    benchmark:
+        f"{LOGS}/bench/expert_demos/{{expert_set}}/{{env}}.tsv",
     params:
         env=lambda wc: expert_settings(wc.env, wc.expert_set),
         experiment=EXP,

@@ -10,6 +10,8 @@ rule evaluate:
         metrics=eval_files("{method}", "{round}", "metrics.json"),
     log:
         f"{LOGS}/{{method}}/round={{round}}/evaluate.log",
+    benchmark:
+        f"{LOGS}/bench/evaluate/{{method}}/round={{round}}/evaluate.tsv",
     params:
         settings=runtime_settings(ENVS, ["test", "max_turns", "remote", "strata"]),
         envs=ENVS,

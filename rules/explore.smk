@@ -9,6 +9,8 @@ rule explore:
         client_path("{method}", "{round}", "{env}", "explore.parquet"),
     log:
         f"{LOGS}/{{method}}/round={{round}}/explore/{{env}}.log",
+    benchmark:
+        f"{LOGS}/bench/explore/{{method}}/round={{round}}/explore/{{env}}.tsv",
     wildcard_constraints:
         method=methods_where(lambda kind: kind.explores),
     params:
@@ -29,6 +31,8 @@ rule buffer:
         client_path("{method}", "{round}", "{env}", "buffer.json"),
     log:
         f"{LOGS}/{{method}}/round={{round}}/buffer/{{env}}.log",
+    benchmark:
+        f"{LOGS}/bench/buffer/{{method}}/round={{round}}/buffer/{{env}}.tsv",
     wildcard_constraints:
         method=methods_where(lambda kind: kind.explores),
     params:

@@ -11,6 +11,8 @@ rule train_client:
         directory(client_path("{method}", "{round}", "{env}", "adapter")),
     log:
         f"{LOGS}/{{method}}/round={{round}}/train/{{env}}.log",
+    benchmark:
+        f"{LOGS}/bench/train_client/{{method}}/round={{round}}/train/{{env}}.tsv",
     wildcard_constraints:
         method=methods_where(lambda kind: kind.family == "fedse" and (kind.federated or kind.per_env)),
     params:
@@ -34,6 +36,8 @@ rule aggregate:
         comm=f"{RESULTS}/{{method}}/round={{round}}/global/comm.json",
     log:
         f"{LOGS}/{{method}}/round={{round}}/aggregate.log",
+    benchmark:
+        f"{LOGS}/bench/aggregate/{{method}}/round={{round}}/aggregate.tsv",
     wildcard_constraints:
         method=methods_where(lambda kind: kind.federated),
     params:

@@ -12,6 +12,8 @@ rule rl_span:
         metrics=f"{RESULTS}/{{method}}/round={{round}}/global/metrics.json",
     log:
         f"{LOGS}/{{method}}/round={{round}}/rl_span.log",
+    benchmark:
+        f"{LOGS}/bench/rl_span/{{method}}/round={{round}}/rl_span.tsv",
     wildcard_constraints:
         method=methods_where(lambda kind: kind.family == "rl"),
     params:

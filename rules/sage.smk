@@ -26,6 +26,8 @@ rule sage_warmup:
         adapter=directory(LAYOUT.sage_warmup),
     log:
         f"{LOGS}/sage_warmup.log",
+    benchmark:
+        f"{LOGS}/bench/sage_warmup/sage_warmup.tsv",
     params:
         settings=sage_settings(),
     threads: 1
@@ -46,6 +48,8 @@ rule sage_span:
         pool=f"{RESULTS}/{{method}}/round={{round}}/global/pool.parquet",
     log:
         f"{LOGS}/{{method}}/round={{round}}/sage_span.log",
+    benchmark:
+        f"{LOGS}/bench/sage_span/{{method}}/round={{round}}/sage_span.tsv",
     wildcard_constraints:
         method=methods_where(lambda kind: kind.family == "sage"),
     params:
@@ -65,6 +69,8 @@ rule sage_evaluate:
         metrics=LAYOUT.sage_eval("{method}", "{round}", "metrics.json"),
     log:
         f"{LOGS}/{{method}}/round={{round}}/sage_evaluate.log",
+    benchmark:
+        f"{LOGS}/bench/sage_evaluate/{{method}}/round={{round}}/sage_evaluate.tsv",
     wildcard_constraints:
         method=methods_where(lambda kind: kind.family == "sage"),
     params:

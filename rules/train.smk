@@ -10,6 +10,8 @@ rule train_pooled:
         directory(f"{RESULTS}/{{method}}/round={{round}}/global/adapter"),
     log:
         f"{LOGS}/{{method}}/round={{round}}/train/pooled.log",
+    benchmark:
+        f"{LOGS}/bench/train_pooled/{{method}}/round={{round}}/train/pooled.tsv",
     wildcard_constraints:
         method=methods_where(lambda kind: kind.pooled),
     params:

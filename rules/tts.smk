@@ -10,6 +10,8 @@ rule tts_turns:
         metrics=tts_outputs("turns={turns}", "metrics.json"),
     log:
         f"{LOGS}/{{method}}/round={{round}}/tts_turns={{turns}}.log",
+    benchmark:
+        f"{LOGS}/bench/tts_turns/{{method}}/round={{round}}/tts_turns={{turns}}.tsv",
     wildcard_constraints:
         turns="[0-9]+",
     params:
@@ -31,6 +33,8 @@ rule tts_passk:
         metrics=tts_outputs("passk", "metrics.json"),
     log:
         f"{LOGS}/{{method}}/round={{round}}/tts_passk.log",
+    benchmark:
+        f"{LOGS}/bench/tts_passk/{{method}}/round={{round}}/tts_passk.tsv",
     params:
         settings=runtime_settings(ENVS, ["test", "max_turns", "remote", "strata"]),
         samples=config["tts"]["samples"],

@@ -355,6 +355,19 @@ def _federate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _timing_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("logs", help="an experiment's log folder (logs/<experiment>)")
+
+
+@command("timing", "Sum a finished run's job times per rule (its benchmark files).",
+         _timing_args)  # fmt: skip
+def _timing(args: argparse.Namespace) -> int:
+    from evoflow.report.timing import rule_times, timing_markdown
+
+    print(timing_markdown(rule_times(Path(args.logs) / "bench")), end="")
+    return 0
+
+
 # --- helmsman ----------------------------------------------------------------
 
 

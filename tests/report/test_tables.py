@@ -152,3 +152,31 @@ def test_behaviour_table_pools_turns_and_counts_explorations(tmp_path):
         [Row("fedit", "FedIT", {"maze": 0}, {"maze": 2}, {"maze": 2.0}, {"maze": 0.0})],
         {},
     )
+
+
+def test_by_round_table_shows_each_federated_methods_pooled_success_per_round():
+    from evoflow.report.behaviour import rounds_markdown
+
+    def row(successes, episodes):  # two envs; pooled = sum / sum
+        return Row("fedse", "Fed-SE", dict(zip("ab", successes, strict=True)),
+                   dict(zip("ab", episodes, strict=True)))  # fmt: skip
+
+    # round 1: 1 of 4 + 0 of 4 = 12.5 %; round 3: 3 of 4 + 2 of 4 = 62.5 %
+    curves = {"fedse": {1: row((1, 0), (4, 4)), 3: row((3, 2), (4, 4))},
+              "fedit": {1: Row("fedit", "FedIT", {"a": 1}, {"a": 8})}}  # fmt: skip
+    table = rounds_markdown(curves).splitlines()
+    assert table[0] == "| Method | Round 1 | Round 3 |"
+    assert table[2:] == ["| Fed-SE | 12.5 | 62.5 |", "| FedIT | 12.5 | – |"]
+
+
+def test_caption_names_the_strata_and_the_action_constraint():
+    from evoflow.config import load_config
+    from evoflow.methods import methods_from_config
+    from evoflow.report.build import _note
+
+    config = load_config("config/config.yaml")
+    note = _note(config, methods_from_config(config))
+    assert (
+        "babyai 20 of goto" in note and "maze 13 of distance 1-4 / distance 5-8" in note
+    )
+    assert "constrain_actions" in note

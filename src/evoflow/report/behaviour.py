@@ -64,3 +64,16 @@ def _found(per_round: list[tuple[int, int]] | None) -> str:
     if len(per_round) == 1:
         return f"{wins} / {played}"
     return " → ".join(str(s) for s, _ in per_round) + f" ({wins} / {played})"
+
+
+def rounds_markdown(curves: Mapping[str, Mapping[int, Row]]) -> str:
+    """Markdown table: a federated method's pooled success at each evaluated
+    round (``curves``: per method, its row at each round), one method a line."""
+    rounds = sorted({r for series in curves.values() for r in series})
+    lines = [md_row(["Method", *(f"Round {r}" for r in rounds)]),
+             md_row(["---"] * (len(rounds) + 1))]  # fmt: skip
+    for series in curves.values():
+        title = next(iter(series.values())).title
+        cells = [pct(series[r].pooled) if r in series else "–" for r in rounds]
+        lines.append(md_row([title, *cells]))
+    return "\n".join(lines) + "\n"

@@ -25,7 +25,11 @@ from evoflow.methods import rl as rl_family
 from evoflow.methods.fedse import server_settings
 from evoflow.methods.registry import ENVLESS
 from evoflow.report import agentgym, agentgym_rl, figures, sage, scaling
-from evoflow.report.behaviour import behaviour_markdown, explored_by_round
+from evoflow.report.behaviour import (
+    behaviour_markdown,
+    explored_by_round,
+    rounds_markdown,
+)
 from evoflow.report.tables import (
     ENV_TITLES,
     Row,
@@ -128,8 +132,9 @@ def build_report(
     }
     companion = (
         "How the methods behave (final evaluation, pooled over all test episodes; "
-        "exploration successes are summed over every round and client):\n\n"
+        "exploration successes per round, summed over clients, then in all):\n\n"
         + behaviour_markdown(rows, exploration)
+        + _by_round(methods, metric_files)
     )
     write_tables(rows, outputs["table_md"], outputs["table_csv"], outputs["table_tex"],
                  reference, _note(config, methods), companion)  # fmt: skip
@@ -159,6 +164,16 @@ def build_report(
         _rl_report(config, methods, layout, rows, outputs)
     log.info("report: %d methods, %d envs", len(rows), len(envs))
     return rows
+
+
+def _by_round(methods: dict[str, Method], metric_files) -> str:
+    """Pooled success (%) of each federated method at every evaluated round."""
+    curves = {name: {r: load_row(name, method_title(name, m.kind.name), metric_files(name, r))
+                     for r in m.eval_rounds}
+              for name, m in methods.items() if m.kind.federated}  # fmt: skip
+    if not curves:
+        return ""
+    return "\nPooled success (%) by round:\n\n" + rounds_markdown(curves)
 
 
 def _success_figure(methods, rows, envs, metric_files, path, layout) -> None:
@@ -330,7 +345,9 @@ def _panel(row: Row) -> dict[str, float]:
 
 def _note(config: dict, methods: dict[str, Method]) -> str:
     envs = config["envs"]
-    counts = ", ".join(f"{e} {envs[e]['test'] or 'all'}" for e in envs)
+    counts = ", ".join(
+        f"{e} {envs[e]['test'] or 'all'}{_strata(envs[e])}" for e in envs
+    )
     after = []
     for label, chosen, unit in (
         ("federated methods", lambda k: k.federated, "round(s)"),
@@ -349,9 +366,22 @@ def _note(config: dict, methods: dict[str, Method]) -> str:
         if any(m.kind.family == "agentevol" for m in methods.values())
         else ""
     )
+    constrained = (
+        " Actions are decoded under the env's listed actions where it lists them"
+        " (`generation.constrain_actions`); invalid actions are still counted."
+        if config["generation"].get("constrain_actions")
+        else ""
+    )
     return (
         f"Success rate (%) of `{config['model']['name']}` on test tasks ({counts})"
         + "".join(f"; {a}" for a in after)
         + ". Avg is pooled over all test episodes; (+x) is the gain over Pre-Trained."
+        + constrained
         + lora
     )
+
+
+def _strata(env: dict) -> str:
+    """`` of goto`` where an env's tasks are drawn from strata (``envs.<env>.strata``)."""
+    strata = env.get("strata")
+    return f" of {' / '.join(strata)}" if strata else ""
