@@ -47,7 +47,8 @@ MEASURED = "Fed-SE {fedse} vs FedIT {fedit} of 20"
 
 
 def rollouts(policy, tasks, adapter, temperature, seed, split):
-    spec = RolloutSpec(experiment="loop", method="fedse", split=split, source=split,
+    source = "explore" if split == "train" else "eval"
+    spec = RolloutSpec(experiment="loop", method="fedse", split=split, source=source,
                        horizon=CAP, width=16, max_invalid=3, adapter=adapter, seed=seed,
                        constrain_actions=True,
                        sampling=SamplingParams(temperature, max_new_tokens=40))  # fmt: skip

@@ -270,7 +270,8 @@ class HFPolicy(Policy):
             columns = mask_row.bool().to(self.device)
             known = int(columns.sum()) - len(prompts[row])
             ids = prompts[row] + tokens[:known]
-            self._prefixes.keep(cache_keys[row], ids, cache, index, columns)
+            prompt = len(prompts[row])
+            self._prefixes.keep(cache_keys[row], ids, cache, index, columns, prompt)
 
         out = decode(
             self._forward_for(tags),

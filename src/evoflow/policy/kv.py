@@ -6,7 +6,11 @@ Two kinds live here:
   keys/values (one ``(heads, length, dim)`` pair per layer), so the next turn of
   an episode encodes only what is new. The longest common token prefix of the
   stored ids and the new prompt is reused, so a history that tokenizes
-  differently the second time is still handled exactly.
+  differently the second time is still handled exactly. An episode's first
+  turn reuses a *shared* prefix instead: the first prompts seen under each
+  adapter are kept too, and a new episode starts from the longest token prefix
+  it has in common with one of them — the system prompt and instructions every
+  episode of an env begins with are encoded once, not once per episode.
 - ``slot_cache`` builds the cache one ``generate`` call decodes into: storage
   for every row is allocated once, sized for the reused prefix, the new prompt
   tokens and every token the call may generate, so appending a step never
@@ -90,35 +94,69 @@ class Prefix:
 Match = tuple[int, Prefix | None]  # reusable prompt tokens, and where they are
 
 
+SHARED_PER_ADAPTER = 8  # first prompts kept per adapter for new episodes
+SHARED_MIN_TOKENS = 32  # a prompt sharing fewer tokens with every kept one is new
+
+
+def common_prefix(cached: Prefix, prompt: list[int]) -> int:
+    """Leading tokens ``prompt`` shares with ``cached`` (at least one is fed)."""
+    limit = min(len(cached.ids), len(prompt) - 1)
+    n = 0
+    while n < limit and cached.ids[n] == prompt[n]:
+        n += 1
+    return n
+
+
 class PrefixStore:
-    """Per-episode caches, keyed by (episode key, adapter tag)."""
+    """Per-episode caches, keyed by (episode key, adapter tag), and the shared
+    first prompts of each adapter tag."""
 
     def __init__(self) -> None:
         self._entries: dict[tuple[str, str | None], Prefix] = {}
+        self._shared: dict[str | None, list[Prefix]] = {}
 
     def match(self, key, prompt: list[int]) -> Match:
-        """How many leading prompt tokens the episode's cache already holds."""
-        cached = self._entries.get(key) if key is not None else None
-        if cached is None:
+        """How many leading prompt tokens a cache already holds: the episode's
+        own, else (a first turn) the shared prompt with the longest overlap."""
+        if key is None:
             return 0, None
-        limit = min(len(cached.ids), len(prompt) - 1)  # at least one token is fed
-        n = 0
-        while n < limit and cached.ids[n] == prompt[n]:
-            n += 1
-        return n, cached
+        cached = self._entries.get(key)
+        if cached is not None:
+            return common_prefix(cached, prompt), cached
+        kept = self._shared.get(key[1], [])
+        n, best = max(((common_prefix(c, prompt), c) for c in kept),
+                      key=lambda m: m[0], default=(0, None))  # fmt: skip
+        if not n:
+            return 0, None
+        kept.remove(best)  # the most recently used last
+        kept.append(best)
+        return n, best
 
-    def keep(self, key, ids: list[int], cache: Cache, row: int, columns) -> None:
-        """Store row ``row`` of a batch cache; ``columns`` marks its real tokens."""
-        self._entries[key] = Prefix(
-            ids=ids,
-            layers=[
-                (
-                    layer.keys[row][:, columns].clone(),
-                    layer.values[row][:, columns].clone(),
-                )
-                for layer in cache.layers
-            ],
-        )
+    def keep(
+        self, key, ids: list[int], cache: Cache, row: int, columns, prompt: int
+    ) -> None:
+        """Store row ``row`` of a batch cache (``columns`` marks its real tokens,
+        the first ``prompt`` of ``ids`` are the prompt); an episode's first turn
+        also offers its prompt for sharing."""
+        first = key not in self._entries
+        self._entries[key] = _row_prefix(ids, cache, row, columns)
+        if first:
+            self._share(key[1], self._entries[key], prompt)
+
+    def _share(self, tag, episode: Prefix, prompt: int) -> None:
+        """Keep a first prompt for later episodes under adapter ``tag``, unless a
+        kept one already shares ``SHARED_MIN_TOKENS`` with it (the least
+        recently used one makes room)."""
+        kept = self._shared.setdefault(tag, [])
+        ids = episode.ids[:prompt]
+        if any(common_prefix(c, ids + [-1]) >= SHARED_MIN_TOKENS for c in kept):
+            return
+        if len(kept) >= SHARED_PER_ADAPTER:
+            kept.pop(0)
+        layers = [
+            (k[:, :prompt].clone(), v[:, :prompt].clone()) for k, v in episode.layers
+        ]
+        kept.append(Prefix(ids, layers))  # copies: the episode's cache may be freed
 
     def episodes(self) -> set[str]:
         """Keys of the episodes with a stored cache."""
@@ -131,6 +169,18 @@ class PrefixStore:
 
     def clear(self) -> None:
         self._entries.clear()
+        self._shared.clear()
+
+
+def _row_prefix(ids: list[int], cache: Cache, row: int, columns) -> Prefix:
+    """Row ``row`` of a batch cache (its real ``columns``) as a ``Prefix``."""
+    return Prefix(
+        ids=ids,
+        layers=[
+            (layer.keys[row][:, columns].clone(), layer.values[row][:, columns].clone())
+            for layer in cache.layers
+        ],
+    )
 
 
 def slot_cache(matches: list[Match], past: int, capacity: int) -> Cache:
