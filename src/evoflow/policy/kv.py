@@ -94,7 +94,7 @@ class Prefix:
 Match = tuple[int, Prefix | None]  # reusable prompt tokens, and where they are
 
 
-SHARED_PER_ADAPTER = 8  # first prompts kept per adapter for new episodes
+SHARED_KEPT = 16  # first prompts kept for new episodes, all adapters together
 SHARED_MIN_TOKENS = 32  # a prompt sharing fewer tokens with every kept one is new
 
 
@@ -113,7 +113,7 @@ class PrefixStore:
 
     def __init__(self) -> None:
         self._entries: dict[tuple[str, str | None], Prefix] = {}
-        self._shared: dict[str | None, list[Prefix]] = {}
+        self._shared: list[tuple[str | None, Prefix]] = []  # least recently used first
 
     def match(self, key, prompt: list[int]) -> Match:
         """How many leading prompt tokens a cache already holds: the episode's
@@ -123,14 +123,13 @@ class PrefixStore:
         cached = self._entries.get(key)
         if cached is not None:
             return common_prefix(cached, prompt), cached
-        kept = self._shared.get(key[1], [])
-        n, best = max(((common_prefix(c, prompt), c) for c in kept),
-                      key=lambda m: m[0], default=(0, None))  # fmt: skip
+        n, best = max(((common_prefix(c, prompt), (tag, c)) for tag, c in self._shared
+                       if tag == key[1]), key=lambda m: m[0], default=(0, None))  # fmt: skip
         if not n:
             return 0, None
-        kept.remove(best)  # the most recently used last
-        kept.append(best)
-        return n, best
+        self._shared.remove(best)  # the most recently used last
+        self._shared.append(best)
+        return n, best[1]
 
     def keep(
         self, key, ids: list[int], cache: Cache, row: int, columns, prompt: int
@@ -145,18 +144,19 @@ class PrefixStore:
 
     def _share(self, tag, episode: Prefix, prompt: int) -> None:
         """Keep a first prompt for later episodes under adapter ``tag``, unless a
-        kept one already shares ``SHARED_MIN_TOKENS`` with it (the least
-        recently used one makes room)."""
-        kept = self._shared.setdefault(tag, [])
+        kept one already shares ``SHARED_MIN_TOKENS`` with it; the least recently
+        used one makes room (an RL run's adapters change every step, so the
+        store is bounded across tags, not per tag)."""
         ids = episode.ids[:prompt]
-        if any(common_prefix(c, ids + [-1]) >= SHARED_MIN_TOKENS for c in kept):
+        if any(t == tag and common_prefix(c, ids + [-1]) >= SHARED_MIN_TOKENS
+               for t, c in self._shared):  # fmt: skip
             return
-        if len(kept) >= SHARED_PER_ADAPTER:
-            kept.pop(0)
+        if len(self._shared) >= SHARED_KEPT:
+            self._shared.pop(0)
         layers = [
             (k[:, :prompt].clone(), v[:, :prompt].clone()) for k, v in episode.layers
         ]
-        kept.append(Prefix(ids, layers))  # copies: the episode's cache may be freed
+        self._shared.append((tag, Prefix(ids, layers)))  # copies: episodes are freed
 
     def episodes(self) -> set[str]:
         """Keys of the episodes with a stored cache."""
