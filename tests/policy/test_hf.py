@@ -168,26 +168,3 @@ def test_bf16_weights_play_the_same_greedy_episodes_as_fp32():
         for d in ("float32", "bfloat16")
     )
     assert fp32 == bf16
-
-
-def test_new_episodes_reuse_the_shared_prompt_prefix_and_reply_the_same(tiny):
-    rules = "These are the rules of the game, written out at some length. " * 6
-    chat = lambda i: [{"role": "system", "content": rules},  # noqa: E731
-                      {"role": "user", "content": f"Task number {i}."}]  # fmt: skip
-    first = tiny.generate([chat(0)], GREEDY, keys=["s0"])
-    # a later episode's first prompt shares the system prompt with episode s0's
-    prompt = tiny.encode(chat(1))
-    n, cached = tiny._prefixes.match(("s1", None), prompt)
-    shared = next(
-        k
-        for k, (a, b) in enumerate(zip(prompt, tiny.encode(chat(0)), strict=False))
-        if a != b
-    )
-    assert cached is not None and n == shared > 20
-    reused = tiny.generate([chat(1), chat(2)], GREEDY, keys=["s1", "s2"])
-    fresh = tiny.generate([chat(1), chat(2)], GREEDY)  # no keys: nothing reused
-    assert texts(reused) == texts(fresh) and texts(first) == texts(
-        tiny.generate([chat(0)], GREEDY)
-    )
-    # another adapter tag never sees the base model's prefix
-    assert tiny._prefixes.match(("s3", "other-adapter"), prompt) == (0, None)

@@ -270,8 +270,7 @@ class HFPolicy(Policy):
             columns = mask_row.bool().to(self.device)
             known = int(columns.sum()) - len(prompts[row])
             ids = prompts[row] + tokens[:known]
-            prompt = len(prompts[row])
-            self._prefixes.keep(cache_keys[row], ids, cache, index, columns, prompt)
+            self._prefixes.keep(cache_keys[row], ids, cache, index, columns)
 
         out = decode(
             self._forward_for(tags),

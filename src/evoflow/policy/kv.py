@@ -6,11 +6,7 @@ Two kinds live here:
   keys/values (one ``(heads, length, dim)`` pair per layer), so the next turn of
   an episode encodes only what is new. The longest common token prefix of the
   stored ids and the new prompt is reused, so a history that tokenizes
-  differently the second time is still handled exactly. An episode's first
-  turn reuses a *shared* prefix instead: the first prompts seen under each
-  adapter are kept too, and a new episode starts from the longest token prefix
-  it has in common with one of them — the system prompt and instructions every
-  episode of an env begins with are encoded once, not once per episode.
+  differently the second time is still handled exactly.
 - ``slot_cache`` builds the cache one ``generate`` call decodes into: storage
   for every row is allocated once, sized for the reused prefix, the new prompt
   tokens and every token the call may generate, so appending a step never
@@ -94,69 +90,35 @@ class Prefix:
 Match = tuple[int, Prefix | None]  # reusable prompt tokens, and where they are
 
 
-SHARED_KEPT = 16  # first prompts kept for new episodes, all adapters together
-SHARED_MIN_TOKENS = 32  # a prompt sharing fewer tokens with every kept one is new
-
-
-def common_prefix(cached: Prefix, prompt: list[int]) -> int:
-    """Leading tokens ``prompt`` shares with ``cached`` (at least one is fed)."""
-    limit = min(len(cached.ids), len(prompt) - 1)
-    n = 0
-    while n < limit and cached.ids[n] == prompt[n]:
-        n += 1
-    return n
-
-
 class PrefixStore:
-    """Per-episode caches, keyed by (episode key, adapter tag), and the shared
-    first prompts of each adapter tag."""
+    """Per-episode caches, keyed by (episode key, adapter tag)."""
 
     def __init__(self) -> None:
         self._entries: dict[tuple[str, str | None], Prefix] = {}
-        self._shared: list[tuple[str | None, Prefix]] = []  # least recently used first
 
     def match(self, key, prompt: list[int]) -> Match:
-        """How many leading prompt tokens a cache already holds: the episode's
-        own, else (a first turn) the shared prompt with the longest overlap."""
-        if key is None:
+        """How many leading prompt tokens the episode's cache already holds."""
+        cached = self._entries.get(key) if key is not None else None
+        if cached is None:
             return 0, None
-        cached = self._entries.get(key)
-        if cached is not None:
-            return common_prefix(cached, prompt), cached
-        n, best = max(((common_prefix(c, prompt), (tag, c)) for tag, c in self._shared
-                       if tag == key[1]), key=lambda m: m[0], default=(0, None))  # fmt: skip
-        if not n:
-            return 0, None
-        self._shared.remove(best)  # the most recently used last
-        self._shared.append(best)
-        return n, best[1]
+        limit = min(len(cached.ids), len(prompt) - 1)  # at least one token is fed
+        n = 0
+        while n < limit and cached.ids[n] == prompt[n]:
+            n += 1
+        return n, cached
 
-    def keep(
-        self, key, ids: list[int], cache: Cache, row: int, columns, prompt: int
-    ) -> None:
-        """Store row ``row`` of a batch cache (``columns`` marks its real tokens,
-        the first ``prompt`` of ``ids`` are the prompt); an episode's first turn
-        also offers its prompt for sharing."""
-        first = key not in self._entries
-        self._entries[key] = _row_prefix(ids, cache, row, columns)
-        if first:
-            self._share(key[1], self._entries[key], prompt)
-
-    def _share(self, tag, episode: Prefix, prompt: int) -> None:
-        """Keep a first prompt for later episodes under adapter ``tag``, unless a
-        kept one already shares ``SHARED_MIN_TOKENS`` with it; the least recently
-        used one makes room (an RL run's adapters change every step, so the
-        store is bounded across tags, not per tag)."""
-        ids = episode.ids[:prompt]
-        if any(t == tag and common_prefix(c, ids + [-1]) >= SHARED_MIN_TOKENS
-               for t, c in self._shared):  # fmt: skip
-            return
-        if len(self._shared) >= SHARED_KEPT:
-            self._shared.pop(0)
-        layers = [
-            (k[:, :prompt].clone(), v[:, :prompt].clone()) for k, v in episode.layers
-        ]
-        self._shared.append((tag, Prefix(ids, layers)))  # copies: episodes are freed
+    def keep(self, key, ids: list[int], cache: Cache, row: int, columns) -> None:
+        """Store row ``row`` of a batch cache; ``columns`` marks its real tokens."""
+        self._entries[key] = Prefix(
+            ids=ids,
+            layers=[
+                (
+                    layer.keys[row][:, columns].clone(),
+                    layer.values[row][:, columns].clone(),
+                )
+                for layer in cache.layers
+            ],
+        )
 
     def episodes(self) -> set[str]:
         """Keys of the episodes with a stored cache."""
@@ -169,18 +131,6 @@ class PrefixStore:
 
     def clear(self) -> None:
         self._entries.clear()
-        self._shared.clear()
-
-
-def _row_prefix(ids: list[int], cache: Cache, row: int, columns) -> Prefix:
-    """Row ``row`` of a batch cache (its real ``columns``) as a ``Prefix``."""
-    return Prefix(
-        ids=ids,
-        layers=[
-            (layer.keys[row][:, columns].clone(), layer.values[row][:, columns].clone())
-            for layer in cache.layers
-        ],
-    )
 
 
 def slot_cache(matches: list[Match], past: int, capacity: int) -> Cache:
