@@ -90,6 +90,17 @@ class Cluster:
         states = "PENDING,RUNNING,COMPLETING,SUSPENDED"
         return [j for j, _, _ in self.squeue(f"--name={run_id}", f"--states={states}")]
 
+    def live_jobs_after(self, run_id: str, grace_s: float = 30.0) -> list[str]:
+        """The run's live jobs once ``grace_s`` has passed or none is left.
+
+        scancel returns before slurmd has killed the job, which stays
+        COMPLETING for a moment; a job nobody cancelled is still live after it.
+        """
+        deadline = time.monotonic() + grace_s
+        while (live := self.live_jobs(run_id)) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        return live
+
     def state(self, job_id: str) -> str:
         """A job's state; finished jobs stay listed for MinJobAge (300 s)."""
         rows = self.squeue(f"--jobs={job_id}", "--states=all")

@@ -112,7 +112,7 @@ def test_interrupted_snakemake_leaves_no_job_and_a_rerun_completes(
 
     # Assert: snakemake stopped, leaving neither a live job nor its lock
     assert first.returncode != 0
-    assert cluster.live_jobs(run_id) == []
+    assert cluster.live_jobs_after(run_id) == []
     assert cluster.state(job_id) == job_state
     assert not list((tmp_path / ".snakemake" / "locks").glob("*"))
     assert not (results(tmp_path) / "expert/env=maze/manifest.json").exists()
