@@ -3,7 +3,6 @@ from __future__ import annotations
 import pytest
 import torch
 from peft import LoraConfig, get_peft_model
-from transformers.cache_utils import DynamicCache
 
 from evoflow.envs import make_env
 from evoflow.policy.base import SamplingParams
@@ -169,59 +168,3 @@ def test_bf16_weights_play_the_same_greedy_episodes_as_fp32():
         for d in ("float32", "bfloat16")
     )
     assert fp32 == bf16
-
-
-def system_chats(n: int = 4):
-    rules = "Rules of the game: move, look, take. Reply with one action. " * 6
-    return [
-        [
-            {"role": "system", "content": rules},
-            {"role": "user", "content": f"Room {i}: a door. " * (i + 1)},
-        ]
-        for i in range(n)
-    ]
-
-
-def test_a_shared_system_stem_holds_the_full_prompts_keys_and_values():
-    # Prepare: a fresh full forward of one prompt (no cache of any kind)
-    tiny = HFPolicy("tiny-random-llama", max_context=1024, dtype="float32")
-    chat = system_chats(1)[0]
-    prompt = tiny.encode(chat)
-    stem = tiny._stem(chat, GREEDY.template)
-    cache = DynamicCache()
-    with torch.inference_mode():
-        tiny.base(
-            input_ids=torch.tensor([prompt]), past_key_values=cache, use_cache=True
-        )
-
-    # Execute: the stem's entry after a generation
-    tiny.generate([chat], GREEDY)
-    (entry,) = [e for k, e in tiny._stems._entries.items() if k[-1] == tuple(stem)]
-
-    # Assert: the system message's tokens lead the prompt, and their keys and
-    # values are the full forward's first columns
-    assert 0 < len(stem) < len(prompt) and prompt[: len(stem)] == stem
-    for (keys, values), layer in zip(entry.layers, cache.layers, strict=True):
-        assert torch.allclose(keys, layer.keys[0][:, : len(stem)], atol=1e-5)
-        assert torch.allclose(values, layer.values[0][:, : len(stem)], atol=1e-5)
-
-
-def test_stem_sharing_replies_as_without_and_independent_of_earlier_calls(tiny):
-    # Prepare: a policy without any cache, and the shared one after other calls
-    plain = HFPolicy(
-        "tiny-random-llama", max_context=1024, dtype="float32", reuse_cache=False
-    )
-    tiny.generate(system_chats(2), SAMPLED, seeds=[7, 8])
-
-    # Execute
-    shared = tiny.generate(system_chats(), SAMPLED, seeds=[1, 2, 3, 4])
-    fresh = HFPolicy("tiny-random-llama", max_context=1024, dtype="float32")
-    first = fresh.generate(system_chats()[2:], SAMPLED, seeds=[3, 4])
-    alone = plain.generate(system_chats(), SAMPLED, seeds=[1, 2, 3, 4])
-
-    # Assert: the same replies with or without the stem, in any call order
-    assert texts(shared) == texts(alone)
-    assert texts(first) == texts(shared)[2:]
-    assert len(fresh._stems) == 1 and not plain._stem(
-        system_chats()[0], GREEDY.template
-    )

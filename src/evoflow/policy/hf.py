@@ -2,10 +2,8 @@
 
 A multi-turn episode re-sends its whole history every turn. Instead of encoding
 it again, the backend keeps each episode's key/value cache (``evoflow.policy.kv``)
-and only encodes the tokens that are new since the last call. A new episode
-starts from its system message's keys/values, computed once per adapter and
-shared by every episode of the env. The decoding loop itself is
-``evoflow.policy.decoding``.
+and only encodes the tokens that are new since the last call; the decoding
+loop itself is ``evoflow.policy.decoding``.
 
 Adapters: a batch may mix LoRA adapters (PEFT's per-row ``adapter_names``).
 When one adapter serves the whole batch — evaluation of a global adapter,
@@ -24,7 +22,6 @@ import logging
 from pathlib import Path
 
 import torch
-from transformers.cache_utils import DynamicCache
 
 from evoflow.envs.formats import NO_THINKING
 from evoflow.policy.adapters import adapter_digest
@@ -43,7 +40,7 @@ from evoflow.policy.base import (
 )
 from evoflow.policy.constrain import Vocabulary, constraints_for
 from evoflow.policy.decoding import decode
-from evoflow.policy.kv import PrefixStore, StemStore
+from evoflow.policy.kv import PrefixStore
 from evoflow.policy.models import resolve_model
 from evoflow.precision import resolve_dtype
 
@@ -65,8 +62,7 @@ class HFPolicy(Policy):
     dtype
         ``auto`` (bf16 where it is fast, else fp32), ``float32`` or ``bfloat16``.
     reuse_cache
-        keep per-episode KV caches between calls (needs ``keys``) and share the
-        system message's keys/values across episodes.
+        keep per-episode KV caches between calls (needs ``keys``).
     merge_lora
         fold a batch-wide adapter into a copy of the weights (None: on CPU only,
         where the copy is cheap and the unmerged LoRA costs most).
@@ -108,8 +104,6 @@ class HFPolicy(Policy):
         self._adapters: dict[str, str] = {}  # digest -> name inside the PeftModel
         self._merged: tuple[str, torch.nn.Module] | None = None
         self._prefixes = PrefixStore()
-        self._stems = StemStore()
-        self._stem_ids: dict[tuple, list[int] | None] = {}
         self._vocabulary: Vocabulary | None = None
 
     # --- Policy ------------------------------------------------------------
@@ -128,7 +122,6 @@ class HFPolicy(Policy):
         keys = keys if (keys and self.reuse_cache) else [None] * len(chats)
         tags = [self._tag(a) for a in per_row(adapter, len(chats))]
         prompts = [self.encode(chat, params.template) for chat in chats]
-        stems = [self._stem(chat, params.template) for chat in chats]
         results: list[Generation | None] = [None] * len(chats)
         room = [
             i
@@ -147,7 +140,6 @@ class HFPolicy(Policy):
                     [(keys[i], tags[i]) if keys[i] is not None else None for i in rows],
                     [tags[i] for i in rows],
                     None if rows_choice is None else [rows_choice[i] for i in rows],
-                    [stems[i] for i in rows],
                 )
                 for i, generation in zip(rows, out, strict=True):
                     results[i] = generation
@@ -166,7 +158,6 @@ class HFPolicy(Policy):
 
     def close(self) -> None:
         self._prefixes.clear()
-        self._stems.clear()
         self._merged = None
         self.model = self.base = None  # type: ignore[assignment]
 
@@ -174,26 +165,6 @@ class HFPolicy(Policy):
         """Token ids of a chat rendered with the model's template, ready to answer
         (``template``: the chat-template options, ``SamplingParams.template``)."""
         return prompt_ids(self.tokenizer, chat, template)
-
-    def _stem(self, chat: Chat, template) -> list[int] | None:
-        """Token ids of the chat's leading system message(s), when they render
-        as a prefix of the chat's own prompt (None: no stem to share)."""
-        lead = 0
-        while lead < len(chat) and chat[lead]["role"] == "system":
-            lead += 1
-        if not self.reuse_cache or lead == 0 or lead == len(chat):
-            return None
-        key = (tuple(m["content"] for m in chat[:lead]), tuple(dict(template).items()))
-        if key not in self._stem_ids:
-            encoded = self.tokenizer.apply_chat_template(
-                chat[:lead],
-                add_generation_prompt=False,
-                tokenize=True,
-                **dict(template),
-            )
-            ids = list(encoded["input_ids"] if hasattr(encoded, "keys") else encoded)
-            self._stem_ids[key] = ids or None
-        return self._stem_ids[key]
 
     # --- adapters ----------------------------------------------------------
 
@@ -210,8 +181,7 @@ class HFPolicy(Policy):
         return digest
 
     def _forward_for(self, tags: list[str | None]):
-        """The model call for a batch whose original rows carry ``tags``, and
-        whether it runs unmerged LoRA per row (``mixed``)."""
+        """The model call for a batch whose original rows carry ``tags``."""
         if len(set(tags)) == 1 and tags[0] is not None and self.merge_lora:
             model, names = self._merged_model(tags[0]), None
         elif set(tags) == {None} and self.model is self.base:
@@ -234,7 +204,7 @@ class HFPolicy(Policy):
             )
             return out.logits[:, -1, :]
 
-        return forward, names is not None
+        return forward
 
     def _peft(self, tags: list[str | None]):
         """The PeftModel with every adapter of ``tags`` loaded."""
@@ -288,20 +258,11 @@ class HFPolicy(Policy):
         cache_keys: list[tuple[str, str | None] | None],
         tags: list[str | None],
         constraints=None,
-        stems: list[list[int] | None] | None = None,
     ) -> list[Generation]:
-        forward, mixed = self._forward_for(tags)
         matches = [
             self._prefixes.match(key, prompt)
             for key, prompt in zip(cache_keys, prompts, strict=True)
         ]
-        for row, stem in enumerate(stems or []):
-            if stem and matches[row][0] < len(stem) < len(prompts[row]):
-                if prompts[row][: len(stem)] == stem:
-                    matches[row] = (
-                        len(stem),
-                        self._stem_cache(forward, mixed, tags, row, stem),
-                    )
 
         def keep(row, tokens, cache, index, mask_row) -> None:
             if cache_keys[row] is None:
@@ -312,7 +273,7 @@ class HFPolicy(Policy):
             self._prefixes.keep(cache_keys[row], ids, cache, index, columns)
 
         out = decode(
-            forward,
+            self._forward_for(tags),
             prompts,
             matches,
             params,
@@ -328,26 +289,6 @@ class HFPolicy(Policy):
                 prompts, out.generated, out.finish, out.logprobs, strict=True
             )
         ]
-
-    def _stem_cache(self, forward, mixed: bool, tags, row: int, stem: list[int]):
-        """The stem's keys/values under row ``row``'s adapter, computed alone."""
-
-        def compute(ids: list[int]):
-            cache = DynamicCache()
-            tokens = torch.tensor([ids])
-            forward(
-                tokens,
-                torch.ones_like(tokens),
-                torch.arange(len(ids))[None],
-                cache,
-                [row],
-            )
-            return [
-                (layer.keys[0].clone(), layer.values[0].clone())
-                for layer in cache.layers
-            ]
-
-        return self._stems.get((tags[row], mixed), stem, compute)
 
     def _generation(self, prompt, tokens, finish, logprobs, params) -> Generation:
         text_tokens = tokens[:-1] if finish == "stop" else tokens

@@ -13,13 +13,6 @@ Two kinds live here:
   copies what is cached. Rows that finished can be dropped from the batch
   (``Cache.batch_select_indices``) so they stop costing attention reads.
 
-- ``StemStore`` keeps the keys/values of chat stems — the leading system
-  message every episode of an env starts with — so a new episode encodes only
-  its own first observation. A stem is computed alone (a batch of one, no
-  padding), so its keys/values depend on its tokens and the weights only,
-  never on which batch or call first asked for it: sampled rollouts stay a
-  function of their seeds, and a resumed run replays them.
-
 Rows of a batch hold histories of different lengths. Each row's reused prefix
 is right-aligned in the ``past`` leading columns (``[pad | cached]``), and the
 attention mask says which columns are real.
@@ -27,8 +20,6 @@ attention mask says which columns are real.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -137,36 +128,6 @@ class PrefixStore:
         gone = set(keys)
         for cache_key in [k for k in self._entries if k[0] in gone]:
             del self._entries[cache_key]
-
-    def clear(self) -> None:
-        self._entries.clear()
-
-
-class StemStore:
-    """Keys/values of chat stems, computed alone, the most recent ``size`` kept.
-
-    Keyed by (adapter tag, model kind, token ids): an RL run's adapter changes
-    every step, so old entries are evicted rather than kept forever.
-    """
-
-    def __init__(self, size: int = 32) -> None:
-        self.size = size
-        self._entries: OrderedDict[tuple, Prefix] = OrderedDict()
-
-    def get(self, key: tuple, ids: list[int], compute: Callable) -> Prefix:
-        """The stem ``ids`` under ``key``; ``compute(ids)`` returns its layers."""
-        full = (*key, tuple(ids))
-        if full in self._entries:
-            self._entries.move_to_end(full)
-            return self._entries[full]
-        stem = Prefix(ids=list(ids), layers=compute(ids))
-        self._entries[full] = stem
-        while len(self._entries) > self.size:
-            self._entries.popitem(last=False)
-        return stem
-
-    def __len__(self) -> int:
-        return len(self._entries)
 
     def clear(self) -> None:
         self._entries.clear()
