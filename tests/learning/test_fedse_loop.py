@@ -43,7 +43,7 @@ pytestmark = pytest.mark.slow
 MODEL = "smollm2-135m-instruct"
 ENV, STRATA, CAP = "babyai", ["goto"], 10
 CLIENTS, ROUNDS, EXPLORE, TEST = 2, 3, 8, 20
-SFT = {"learning_rate": 3e-3, "epochs": 1, "batch_size": 1, "max_length": 768}
+SFT = {"learning_rate": 3e-3, "epochs": 1, "batch_size": 1, "max_length": 1024}
 META = ShardMeta(experiment="loop", config_hash="test", model_id=MODEL, seed=0)
 MARGIN = 2  # held-out tasks Fed-SE must solve beyond FedIT's
 

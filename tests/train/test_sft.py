@@ -117,6 +117,25 @@ def test_episode_too_long_even_for_its_last_turn_is_dropped(tokenizer):
     assert cut is None
 
 
+def test_training_warns_about_episodes_it_cannot_keep(tmp_path, tokenizer, caplog):
+    # Prepare: one chat that fits and one whose opening and last turn do not
+    short = [SYSTEM, TASK, *turn(3)]
+    budget = len(chat_ids(tokenizer, short))
+    wordy = [{"role": "user", "content": "You are at 4.", "loss": False},
+             {"role": "assistant", "content": "Action: " + "wait " * 40, "loss": True}]  # fmt: skip
+    config = SFTConfig(max_length=budget, epochs=1, batch_size=1)
+
+    # Execute
+    with caplog.at_level("WARNING", logger="evoflow.train.sft_trainer"):
+        summary = train_sft([short, [*long_chat()[:-1], *wordy]], "tiny-random-llama",
+                            tmp_path / "adapter", config, progress=False)  # fmt: skip
+
+    # Assert: one episode trained, one counted as dropped and named in a warning
+    assert summary["examples"] == 1 and summary["episodes_dropped"] == 1
+    assert "1 of 2 episodes are not trained" in caplog.text
+    assert f"max_length={budget}" in caplog.text
+
+
 ALTERNATING = (
     "{% set system = messages[0]['content'] if messages[0]['role'] == 'system' "
     "else '' %}{% set chat = messages[1:] if system else messages %}"

@@ -77,12 +77,15 @@ def train_sft(
     torch.manual_seed(config.seed)
     tokenizer, peft_model = load_lora_model(model, config, init_adapter)
     examples, cut, dropped = _encode_all(tokenizer, chats, config.max_length)
-    if cut or dropped:
-        log.info(
-            "train: %d episodes cut to %d tokens, %d too long to keep",
-            cut,
-            config.max_length,
+    if cut:
+        log.info("train: %d episodes cut to %d tokens", cut, config.max_length)
+    if dropped:
+        log.warning(
+            "train: %d of %d episodes are not trained: even their opening and "
+            "last turn exceed max_length=%d (raise train.max_length)",
             dropped,
+            len(chats),
+            config.max_length,
         )
     steps, curve, tokens = _optimise(
         peft_model, examples, config, tokenizer.pad_token_id or 0, loss_log, progress
