@@ -245,3 +245,21 @@ def test_expert_actions_are_copied_from_the_listed_actions():
             _, action = env.expert_action()
             assert action in listed, (task, action)
             assert env.step(action).valid
+
+
+def test_resets_from_many_threads_leave_the_process_stdout_in_place():
+    # Prepare: rollouts reset envs from a thread pool, as the engine does
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    from evoflow.envs import split_ids
+
+    stdout = sys.stdout
+    tasks = split_ids("babyai", "train")[:64]
+
+    # Execute
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(lambda task: make_env("babyai").reset(task), tasks))
+
+    # Assert: level generation's silenced prints did not leave a buffer behind
+    assert sys.stdout is stdout

@@ -22,6 +22,7 @@ import heapq
 import io
 import os
 import re
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable
 
@@ -191,14 +192,20 @@ def distances_to(
     return dist
 
 
+_QUIET = threading.Lock()  # serialises the stdout swap around level generation
+
+
 class World:
     """One running BabyAI level plus what the agent has seen of it."""
 
     def __init__(self, level: str, seed: int) -> None:
         name, kwargs = gym_spec(level)
         self.game = gym.make(name, disable_env_checker=True, **kwargs).unwrapped
-        # Level generation prints every rejected sample on stdout.
-        with contextlib.redirect_stdout(io.StringIO()):
+        # Level generation prints every rejected sample on stdout. Rollouts
+        # reset envs from several threads, and redirect_stdout swaps the one
+        # process-wide sys.stdout: unserialised, an exit could restore another
+        # thread's buffer and swallow the process's output from then on.
+        with _QUIET, contextlib.redirect_stdout(io.StringIO()):
             self.game.reset(seed=seed)
         self.seen = np.zeros((self.game.width, self.game.height), dtype=bool)
         self.labels = rank_objects(self.game)
