@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import json
+import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from evoflow.envs import TaskError, make_env, play_expert
+from evoflow.envs import TaskError, make_env, play_expert, split_ids
 from evoflow.envs.babyai_world import LEVELS, TASK_LIMIT, front, level_for
 
 FIRST_VIEW_OF_TASK_1 = (
@@ -249,11 +251,6 @@ def test_expert_actions_are_copied_from_the_listed_actions():
 
 def test_resets_from_many_threads_leave_the_process_stdout_in_place():
     # Prepare: rollouts reset envs from a thread pool, as the engine does
-    import sys
-    from concurrent.futures import ThreadPoolExecutor
-
-    from evoflow.envs import split_ids
-
     stdout = sys.stdout
     tasks = split_ids("babyai", "train")[:64]
 

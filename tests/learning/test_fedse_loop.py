@@ -16,7 +16,7 @@ SFT cuts at 1,024 tokens, as the embedded default does: at 768 both
 demonstrations (869 and 931 tokens) were dropped and FedIT trained on nothing.
 At 768 on a 2-core bf16 machine (one thread, 8 min 6 s) the explored successes
 were 5, 5, 6 in rounds 1-3 (of 16 a round) and Fed-SE solved 4 of 20 held-out
-tasks to FedIT's 1; at 1,024 it passes in 10 min 12 s (the counts go to stderr).
+tasks to FedIT's 1; at 1,024 it passes in 10 min 12 s (it prints the counts).
 Broken once on purpose, with the success filter keeping failures
 (``selection.mask`` selecting every explored episode), it failed in round 1:
 8 episodes entered the buffer for 1 explored success.
@@ -27,7 +27,6 @@ cannot hold (argued from determinism, not run).
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -119,7 +118,7 @@ def test_fedse_explored_successes_lift_held_out_success_above_fedit(tmp_path):
     finally:
         policy.close()
     kept = load_episodes(buffers[0], columns=["success", "source"])
-    print(f"explored successes by round {found}; held-out {held}", file=sys.stderr)
+    print(f"explored successes by round {found}; held-out {held}")
     assert sum(found) > 0 and all(kept["success"].to_pylist())
     assert held["fedse"] >= held["fedit"] + MARGIN, (
         f"Fed-SE solved {held['fedse']} of {TEST} held-out GoTo tasks, FedIT "
