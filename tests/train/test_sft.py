@@ -11,7 +11,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from evoflow.policy.models import resolve_model
 from evoflow.rollout.expert import expert_demos
 from evoflow.train import SFTConfig, train_sft
-from evoflow.train.sft_data import IGNORE, encode, encode_within, render
+from evoflow.train.sft_data import IGNORE, Example, encode, encode_within, render
+from evoflow.train.sft_trainer import _step_groups
 
 QWEN3_TEMPLATE = Path(__file__).parents[1] / "fixtures" / "qwen3_chat_template.jinja"
 EMPTY_THINK = "<think>\n\n</think>\n\n"
@@ -311,6 +312,30 @@ def test_config_checks():
         SFTConfig(learning_rate=0)
     with pytest.raises(ValueError, match="lora_r"):
         SFTConfig(lora_r=0)
+    with pytest.raises(ValueError, match="steps"):
+        SFTConfig(steps=0)
+
+
+def test_fixed_steps_cycle_small_buffers_and_sample_large_ones():
+    # Prepare: three examples of different lengths, micro-batches of one
+    examples = [Example([1] * n, [1] * n, 0) for n in (3, 5, 7)]
+
+    # Execute
+    small = _step_groups(examples, SFTConfig(steps=8, batch_size=1))
+    large = _step_groups(examples, SFTConfig(steps=2, batch_size=1, epochs=5))
+    accumulated = _step_groups(examples, SFTConfig(steps=2, batch_size=1, grad_accum=2))
+
+    # Assert: 8 steps are 3 whole passes cut at 8 (3 + 3 + 2 uses), each pass
+    # a permutation; 2 steps use 2 distinct examples whatever epochs says; with
+    # accumulation a step holds 2 micro-batches
+    lengths = [len(group[0][0].input_ids) for group in small]
+    assert len(small) == 8 and all(len(group) == 1 for group in small)
+    assert sorted(lengths[:3]) == sorted(lengths[3:6]) == [3, 5, 7]
+    assert sorted(lengths.count(n) for n in (3, 5, 7)) == [2, 3, 3]
+    assert len(large) == 2 and len({len(g[0][0].input_ids) for g in large}) == 2
+    assert [len(group) for group in accumulated] == [2, 2]
+    assert SFTConfig().to_dict().get("steps") is None
+    assert SFTConfig(steps=4).to_dict()["steps"] == 4
 
 
 def test_initial_adapter_is_what_a_fresh_training_starts_from(chats, tmp_path):

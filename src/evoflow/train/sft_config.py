@@ -29,6 +29,14 @@ class SFTConfig:
         default=5e-5, metadata={"help": "Peak AdamW learning rate."}
     )
     epochs: float = field(default=2.0, metadata={"help": "Passes over the data."})
+    steps: int | None = field(
+        default=None,
+        metadata={
+            "help": "Optimizer steps per job whatever the data's size: the data is "
+            "cycled, each pass in a new order, and epochs is ignored (unset: "
+            "epochs decide)."
+        },
+    )
     batch_size: int = field(default=4, metadata={"help": "Sequences per micro-batch."})
     grad_accum: int = field(
         default=1, metadata={"help": "Micro-batches per optimizer step."}
@@ -77,6 +85,8 @@ class SFTConfig:
             raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
         if self.epochs <= 0:
             raise ValueError(f"epochs must be > 0, got {self.epochs}")
+        if self.steps is not None and self.steps < 1:
+            raise ValueError(f"steps must be >= 1 or unset, got {self.steps}")
         if not 0 <= self.lora_dropout < 1:
             raise ValueError(f"lora_dropout must be in [0, 1), got {self.lora_dropout}")
         if self.precision not in PRECISIONS:
@@ -90,9 +100,11 @@ class SFTConfig:
             raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
 
     def to_dict(self) -> dict:
-        """The settings; ``proximal_mu`` only when set, so that runs without
-        it keep the job parameters (and caches) they had before it existed."""
+        """The settings; ``proximal_mu`` and ``steps`` only when set, so that
+        runs without them keep the job parameters (and caches) they had before
+        they existed."""
         settings = asdict(self)
-        if not settings["proximal_mu"]:
-            del settings["proximal_mu"]
+        for name in ("proximal_mu", "steps"):
+            if not settings[name]:
+                del settings[name]
         return settings

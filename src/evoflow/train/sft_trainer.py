@@ -218,17 +218,29 @@ def _batches(
 
 
 def _step_groups(examples: list[Example], config: SFTConfig) -> list[list]:
-    """Micro-batches grouped per optimizer step, over all (fractional) epochs."""
+    """Micro-batches grouped per optimizer step, over all (fractional) epochs,
+    or cycled over as many passes as ``config.steps`` needs."""
+    if config.steps:
+        per_pass = math.ceil(len(examples) / config.batch_size)
+        wanted = config.steps * config.grad_accum
+        passes = math.ceil(wanted / per_pass)
+        micro = [b for e in range(passes) for b in _batches(examples, config, e)]
+        micro = micro[:wanted]
+    else:
+        micro = _epoch_batches(examples, config)
+    return [
+        micro[k : k + config.grad_accum]
+        for k in range(0, len(micro), config.grad_accum)
+    ]
+
+
+def _epoch_batches(examples: list[Example], config: SFTConfig) -> list[list]:
     full_epochs = math.ceil(config.epochs)
     per_epoch = [_batches(examples, config, e) for e in range(full_epochs)]
     if config.epochs < full_epochs:  # a fractional last epoch
         keep = max(1, round(len(per_epoch[-1]) * (config.epochs - full_epochs + 1)))
         per_epoch[-1] = per_epoch[-1][:keep]
-    micro = [b for epoch in per_epoch for b in epoch]
-    return [
-        micro[k : k + config.grad_accum]
-        for k in range(0, len(micro), config.grad_accum)
-    ]
+    return [b for epoch in per_epoch for b in epoch]
 
 
 def _optimise(
