@@ -9,6 +9,7 @@ from safetensors.torch import load_file, save_file
 from evoflow.fed import aggregate_adapters, mean, weighted_mean
 from evoflow.fed.aggregate import client_weights
 from evoflow.fed.comm import DecoderShape, lora_parameters, round_traffic
+from evoflow.fed.settings import AggregationSettings
 
 CONFIG = {"peft_type": "LORA", "r": 2, "lora_alpha": 4, "target_modules": ["q_proj", "v_proj"],
           "base_model_name_or_path": "tiny-random-llama", "task_type": "CAUSAL_LM"}  # fmt: skip
@@ -167,6 +168,35 @@ def test_a_mismatched_client_is_refused_and_the_round_goes_on(
             [bad], tmp_path / "g2", tmp_path / "c2.json", reference=good[0]
         )
     assert not (tmp_path / "g2").exists()
+
+
+def test_a_nan_client_and_a_huge_client_are_refused(tmp_path, caplog):
+    # Prepare: clients 1, 2 and 3, one adapter with a NaN, one scaled by 1e6
+    good = [write_adapter(tmp_path / f"client={k}" / "adapter", float(k))
+            for k in (1, 2, 3)]  # fmt: skip
+    nan = write_adapter(tmp_path / "client=nan" / "adapter", float("nan"))
+    huge = write_adapter(tmp_path / "client=huge" / "adapter", 1e6)
+    settings = AggregationSettings(max_norm_ratio=10)
+
+    # Execute
+    with caplog.at_level("ERROR", logger="evoflow.fed.admission"):
+        record = aggregate_adapters([nan, *good, huge], tmp_path / "g",
+                                    tmp_path / "c.json", settings=settings)  # fmt: skip
+    plain = aggregate_adapters([nan, *good], tmp_path / "p", tmp_path / "p.json")
+
+    # Assert: the mean of 1, 2 and 3 is 2; the median norm is client 2's, so
+    # 1e6 is refused at 10x and the NaN is refused with or without the setting
+    assert record["participants"] == ["1", "2", "3"]
+    assert "non-finite" in record["refused"]["nan"]
+    assert "max_norm_ratio 10" in record["refused"]["huge"]
+    assert "client nan refused" in caplog.text and "client huge refused" in caplog.text
+    merged = load_file(tmp_path / "g" / "adapter_model.safetensors")
+    assert all(t.abs().max() == pytest.approx(2.0) for t in merged.values())
+    assert plain["participants"] == ["1", "2", "3"] and list(plain["refused"]) == [
+        "nan"
+    ]
+    with pytest.raises(ValueError, match="max_norm_ratio"):
+        AggregationSettings(max_norm_ratio=1)
 
 
 def test_a_trajectory_path_cannot_be_aggregated(tmp_path):

@@ -1,14 +1,19 @@
 """Which client adapters a round's average takes: those sampled for the
-round, that finished before the straggler deadline, and whose adapter fits
-the global one (same rank, targets, base model, shapes). The others are
-named in comm.json with the reason, and the round goes on without them."""
+round, that finished before the straggler deadline, whose adapter fits the
+global one (same rank, targets, base model, shapes), holds only finite
+numbers and, when ``max_norm_ratio`` is set, whose update is not an outlier
+(norm over that multiple of the round's median). The others are named in
+comm.json with the reason, and the round goes on without them."""
 
 from __future__ import annotations
 
 import json
 import logging
+import statistics
 from collections.abc import Sequence
 from pathlib import Path
+
+import torch
 
 from evoflow.fed.adapters import (
     MUST_MATCH,
@@ -72,6 +77,12 @@ def admit(folders: Sequence[str | Path], settings: AggregationSettings, round: i
             )
             continue
         taken.append(index)
+    for index, reason in _poisoned(taken, loaded, start, settings).items():
+        refused[names[index]] = reason
+        log.error(
+            "aggregate: round %d: client %s refused: %s", round, names[index], reason
+        )
+        taken.remove(index)
     adapters = [loaded[i] for i in taken]
     for name in late:
         log.warning("aggregate: round %d: client %s missed the %.0f s deadline (%.1f s)",
@@ -86,6 +97,39 @@ def admit(folders: Sequence[str | Path], settings: AggregationSettings, round: i
         "refused": refused,
     }
     return taken, adapters, record
+
+
+def _poisoned(indices: list[int], loaded: dict, start: Adapter | None,
+              settings: AggregationSettings) -> dict[int, str]:  # fmt: skip
+    """Clients whose adapter holds NaN or Inf, or (with ``max_norm_ratio``)
+    whose update — adapter minus ``start``, or the adapter itself without
+    one — is more than that multiple of the median norm of the finite ones."""
+    refused, norms = {}, {}
+    for index in indices:
+        tensors = loaded[index].tensors
+        bad = [k for k, t in tensors.items() if not torch.isfinite(t).all()]
+        if bad:
+            refused[index] = f"non-finite values in {len(bad)} tensors (e.g. {bad[0]})"
+        else:
+            norms[index] = _update_norm(tensors, start)
+    if settings.max_norm_ratio is None or not norms:
+        return refused
+    median = statistics.median(norms.values())
+    for index, norm in norms.items():
+        if norm > settings.max_norm_ratio * median:
+            refused[index] = (f"update norm {norm:.4g} is over max_norm_ratio "
+                              f"{settings.max_norm_ratio:g} × the median {median:.4g}")  # fmt: skip
+    return refused
+
+
+def _update_norm(tensors: dict, start: Adapter | None) -> float:
+    total = 0.0
+    for name, tensor in tensors.items():
+        delta = tensor.to(torch.float64)
+        if start is not None and name in start.tensors:
+            delta = delta - start.tensors[name].to(torch.float64)
+        total += float((delta**2).sum())
+    return total**0.5
 
 
 def _majority(adapters: list[Adapter]) -> Adapter | None:

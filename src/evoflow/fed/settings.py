@@ -17,7 +17,9 @@ class AggregationSettings:
     (seeded); ``deadline_s``: a client whose training took longer is dropped;
     ``server_momentum``/``server_lr``: FedAvgM's β and step; ``dp_clip``/
     ``dp_noise``/``dp_delta``: DP-FedAvg's clip, noise multiplier and the δ
-    of the reported ε (no DP without a clip)."""
+    of the reported ε (no DP without a clip); ``max_norm_ratio``: a client
+    whose update norm exceeds this multiple of the round's median is refused
+    (unset: no norm check; a non-finite tensor is refused always)."""
 
     rule: str = "naive"
     uplink: str = "fp32"
@@ -28,6 +30,7 @@ class AggregationSettings:
     dp_clip: float | None = None
     dp_noise: float = 0.0
     dp_delta: float = 1e-5
+    max_norm_ratio: float | None = None
 
     def __post_init__(self):
         problems = []
@@ -55,6 +58,8 @@ class AggregationSettings:
             )
         if not 0 < self.dp_delta < 1:
             problems.append(f"dp_delta {self.dp_delta} is not in (0, 1)")
+        if self.max_norm_ratio is not None and self.max_norm_ratio <= 1:
+            problems.append(f"max_norm_ratio {self.max_norm_ratio} is not > 1")
         if problems:
             raise ValueError("fed.aggregation: " + "; ".join(problems))
 
@@ -79,4 +84,9 @@ class AggregationSettings:
         return cls(**values)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The settings; ``max_norm_ratio`` only when set, so that runs
+        without it keep the job parameters (and caches) they had before it."""
+        settings = asdict(self)
+        if settings["max_norm_ratio"] is None:
+            del settings["max_norm_ratio"]
+        return settings
