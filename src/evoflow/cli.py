@@ -277,6 +277,14 @@ def _explore_ui_args(p: argparse.ArgumentParser) -> None:
         "--host", default="127.0.0.1", help="interface (localhost by default)"
     )
     p.add_argument("--port", type=int, default=8765)
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another Host name to answer (e.g. the machine's DNS name when "
+        "--host is 0.0.0.0); others are refused with 400",
+    )
 
 
 @command(
@@ -291,7 +299,7 @@ def _explore_ui(args: argparse.Namespace) -> int:
         f"exploring {args.results} on http://{args.host}:{args.port} (Ctrl-C stops)",
         flush=True,
     )
-    serve(args.results, args.host, args.port)
+    serve(args.results, args.host, args.port, tuple(args.allow_host))
     return 0
 
 

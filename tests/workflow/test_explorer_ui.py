@@ -143,7 +143,9 @@ def test_a_shard_whose_pages_break_while_serving_is_named(tiny_run, tmp_path):
 
     copy = tmp_path / "run"
     shutil.copytree(tiny_run / "results", copy)
-    client = TestClient(create_app(copy), raise_server_exceptions=False)
+    client = TestClient(
+        create_app(copy), base_url="http://127.0.0.1", raise_server_exceptions=False
+    )
     assert client.get("/").status_code == 200
     shard = sorted(copy.rglob("explore.parquet"))[0]
     data = bytearray(shard.read_bytes())

@@ -1,5 +1,7 @@
 """The explorer's web app (FastAPI; ``evoflow explore-ui`` serves it on
-localhost). GET only: the app never writes to the store."""
+localhost). GET only: the app never writes to the store, and it answers only
+requests whose Host is an address it serves (a page elsewhere cannot reach it
+through DNS rebinding)."""
 
 from __future__ import annotations
 
@@ -8,18 +10,28 @@ from typing import Annotated
 
 from fastapi import Depends, FastAPI, HTTPException, Query
 from fastapi.responses import HTMLResponse
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from evoflow.explorer import pages
 from evoflow.explorer.data import Filters, Store
 
 PAGE = 100
 MAX_OFFSET = 10**9
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
-def create_app(root: str | Path) -> FastAPI:
-    """An app over the store under ``root`` (read once now, again when a read fails)."""
+def allowed_hosts(host: str, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The Host names the app answers when bound to ``host``: loopback's names
+    for a loopback address, else the address itself; plus ``extra``."""
+    return (*(LOOPBACK if host in LOOPBACK else (host,)), *extra)
+
+
+def create_app(root: str | Path, hosts: tuple[str, ...] = LOOPBACK) -> FastAPI:
+    """An app over the store under ``root`` (read once now, again when a read
+    fails) that refuses requests whose Host header is not in ``hosts``."""
     store = Store(root)
     app = FastAPI(title="evoflow trajectories", docs_url=None, redoc_url=None)
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(hosts))
 
     def html(title: str, body: str) -> HTMLResponse:
         return HTMLResponse(pages.page(title, body, store.skipped))
@@ -37,7 +49,7 @@ def create_app(root: str | Path) -> FastAPI:
     def episode(id: str) -> HTMLResponse:
         found = store.episode(id)
         if found is None:
-            raise HTTPException(404, f"no episode {id!r} in {store.root}")
+            raise HTTPException(404, f"no episode {id!r}")
         return html(f"episode {id}", pages.summary(found) + pages.turns(found))
 
     @app.get("/compare", response_class=HTMLResponse)
@@ -91,8 +103,11 @@ def _bool(text: str) -> bool | None:
     return text == "true"
 
 
-def serve(root: str | Path, host: str = "127.0.0.1", port: int = 8765) -> None:
-    """Serve the explorer until interrupted (localhost unless ``host`` says otherwise)."""
+def serve(root: str | Path, host: str = "127.0.0.1", port: int = 8765,
+          extra_hosts: tuple[str, ...] = ()) -> None:  # fmt: skip
+    """Serve the explorer until interrupted (localhost unless ``host`` says
+    otherwise), answering the Host names of ``allowed_hosts``."""
     import uvicorn
 
-    uvicorn.run(create_app(root), host=host, port=port, log_level="info")
+    app = create_app(root, allowed_hosts(host, extra_hosts))
+    uvicorn.run(app, host=host, port=port, log_level="info")
