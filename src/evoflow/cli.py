@@ -319,6 +319,11 @@ def _federate_args(p: argparse.ArgumentParser) -> None:
         help="CA certificate (PEM) of a TLS SuperLink given with --superlink",
     )
     p.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow plaintext to a --superlink off this machine (refused otherwise)",
+    )
+    p.add_argument(
         "--allow-partial",
         action="store_true",
         help="a lost client leaves its round instead of stopping the federation",
@@ -353,7 +358,7 @@ def _federate(args: argparse.Namespace) -> int:
     summary = federate(args.config, args.method, args.workdir, superlink=args.superlink,
                        allow_partial=args.allow_partial, round_timeout=args.round_timeout,
                        timeout=args.timeout, root_certificates=args.root_certificates,
-                       join_timeout=args.join_timeout)  # fmt: skip
+                       join_timeout=args.join_timeout, insecure=args.insecure)  # fmt: skip
     for row in summary["rounds"]:
         lost = f", lost: {', '.join(row['lost'])}" if row["lost"] else ""
         print(

@@ -7,6 +7,7 @@ elsewhere. Every process gets a timeout and is stopped on the way out."""
 from __future__ import annotations
 
 import copy
+import ipaddress
 import json
 import os
 import signal
@@ -119,6 +120,26 @@ def write_connection(
                tomli_w.dumps({"superlink": {"default": "evoflow", "evoflow": connection}}))  # fmt: skip
 
 
+def check_transport(
+    superlink: str, root_certificates: str | None, insecure: bool
+) -> None:
+    """Refuse plaintext to a SuperLink off this machine: a non-loopback
+    ``superlink`` needs ``root_certificates`` (TLS) or an explicit ``insecure``."""
+    host = superlink.rsplit(":", 1)[0].strip("[]")
+    if root_certificates or insecure or host == "localhost":
+        return
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return
+    except ValueError:
+        pass
+    raise EvoflowError(
+        f"federate: --superlink {superlink} is not on this machine and no "
+        "--root-certificates were given; the adapters would cross the network in "
+        "plaintext (give the SuperLink's CA certificate, or --insecure to allow it)"
+    )
+
+
 def wait_for_port(port: int, timeout: float, process: subprocess.Popen) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -141,7 +162,8 @@ def start_local(fed: Federation, clients: list[str], workdir: Path, env: dict,
     SuperLink's address. Client ``c`` keeps its store under ``workdir/clients/c``
     and gets ``node_config[c]`` (``key=value ...``) beside its name and folder."""
     port = free_port()
-    fed.start("superlink", ["flower-superlink", "--insecure", "--port", str(port),
+    fed.start("superlink", ["flower-superlink", "--insecure", "--host", "127.0.0.1",
+                            "--port", str(port),
                             "--disable-runtime-dependency-installation"], env, fed.folder)  # fmt: skip
     wait_for_port(port, 60, fed.processes["superlink"])
     for client in clients:
@@ -149,7 +171,7 @@ def start_local(fed: Federation, clients: list[str], workdir: Path, env: dict,
         root.mkdir(parents=True, exist_ok=True)
         fed.start(f"supernode-{client}", [
             "flower-supernode", "--insecure", "--superlink", f"127.0.0.1:{port}",
-            "--port", str(free_port()), "--node-config",
+            "--host", "127.0.0.1", "--port", str(free_port()), "--node-config",
             f'client="{client}" root="{root}" {(node_config or {}).get(client, "")}'.strip(),
         ], env, root)  # fmt: skip
     return f"127.0.0.1:{port}"
@@ -159,11 +181,12 @@ def federate(config_path: str | Path, method: str, workdir: str | Path = ".",
              superlink: str | None = None, allow_partial: bool = False,
              round_timeout: float = 3600.0, timeout: float | None = None,
              node_config: dict[str, str] | None = None, root_certificates: str | None = None,
-             join_timeout: float = 120.0, monitor=None) -> dict:  # fmt: skip
+             join_timeout: float = 120.0, monitor=None, insecure: bool = False) -> dict:  # fmt: skip
     """Run ``method`` of the config as a Flower federation; returns the
     server's summary (status, time per round). With ``superlink`` (run this on
     the SuperLink's host: its ServerApp writes ``workdir/results`` there) no
-    process is started here; ``root_certificates`` then verifies its TLS.
+    process is started here; ``root_certificates`` then verifies its TLS
+    (plaintext to a SuperLink off this machine needs ``insecure``).
     ``node_config`` adds ``key=value`` pairs to a local client's SuperNode;
     ``join_timeout`` bounds the wait for every client's SuperNode to connect.
     ``monitor(federation)`` is called about once a second while the run goes
@@ -174,6 +197,8 @@ def federate(config_path: str | Path, method: str, workdir: str | Path = ".",
             raise EvoflowError(
                 f"federate: {name} must be a positive number of seconds, got {value}"
             )
+    if superlink:
+        check_transport(superlink, root_certificates, insecure)
     config = load_config(config_path)
     workdir = Path(workdir).resolve()
     if method not in config["methods"]:
