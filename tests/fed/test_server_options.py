@@ -79,11 +79,17 @@ def test_dp_clips_each_update_and_adds_noise_of_the_stated_scale():
         clipped["w"], torch.tensor([0.6, 0.8], dtype=torch.float64)
     )
     small = {"w": torch.tensor([0.3, 0.0])}
-    silent, _ = private_mean([big, small], 1.0, 0.0, torch.Generator().manual_seed(0))
+    noiseless = torch.Generator().manual_seed(0)
+    silent = private_mean([big, small], 1.0, 0.0, noiseless, divisor=2)
     assert torch.allclose(silent["w"], torch.tensor([0.45, 0.4], dtype=torch.float64))
+    # m = 4 sampled, 2 answered: the missing two count as zero updates
+    fixed = private_mean([big, small], 1.0, 0.0, noiseless, divisor=4)
+    assert torch.allclose(fixed["w"], torch.tensor([0.225, 0.2], dtype=torch.float64))
     updates = [{"w": torch.zeros(200_000)} for _ in range(4)]
-    noisy, _ = private_mean(updates, 2.0, 1.5, torch.Generator().manual_seed(0))
+    noisy = private_mean(updates, 2.0, 1.5, torch.Generator().manual_seed(0), divisor=4)
     assert float(noisy["w"].std()) == pytest.approx(1.5 * 2.0 / 4, rel=0.01)  # σ·C/m
+    with pytest.raises(ValueError, match="divisor 1 is below the 2 updates"):
+        private_mean([big, small], 1.0, 0.0, noiseless, divisor=1)
 
 
 def test_epsilon_is_the_rdp_of_the_gaussian_mechanism():
@@ -184,9 +190,10 @@ def test_dp_and_momentum_run_from_the_reference_adapter(tmp_path):
         ** 0.5
     )
     assert moved <= 1e-3 + 1e-6  # each update clipped to 1e-3, so is their mean
-    assert (
-        record["dp"]["epsilon"] == math.inf and len(record["dp"]["update_norms"]) == 2
-    )
+    assert record["dp"]["epsilon"] == math.inf and record["dp"]["divisor"] == 2
+    assert record["dp"]["noise"] == "simulation, seeded"
+    # nothing per client under DP: no norms, no reconstruction errors
+    assert "update_norms" not in record["dp"] and "reconstruction_error" not in record
     with pytest.raises(ValueError, match="need the adapter the clients started from"):
         aggregate_adapters(
             clients, tmp_path / "g2", tmp_path / "c2.json", settings=dp, round=1
@@ -223,3 +230,45 @@ def test_settings_name_what_is_wrong():
     merged = AggregationSettings.from_config({"fed": {"aggregation": {"rule": "exact"}}},
                                              {"aggregation": {"uplink": "bf16"}})  # fmt: skip
     assert (merged.rule, merged.uplink) == ("exact", "bf16")
+
+
+def test_dp_divides_by_the_sampled_count_and_takes_no_sampling_discount(tmp_path):
+    # Prepare: start 1.0; clients 0 and 1 answer with 2.0 and 3.0, client 2 is lost
+    start = write_adapter(tmp_path / "start", 1.0)
+    clients = [
+        write_adapter(tmp_path / f"client={k}" / "adapter", 2.0 + k) for k in range(2)
+    ]
+    exact = AggregationSettings(dp_clip=1e6, dp_noise=0.0)
+    noisy = AggregationSettings(dp_clip=1e6, dp_noise=1.0, participation=0.67)
+
+    # Execute
+    record = aggregate_adapters(clients, tmp_path / "g", tmp_path / "c.json", round=1,
+                                settings=exact, reference=start, clients=["0", "1", "2"],
+                                lost={"2": "no reply"})  # fmt: skip
+    sampled = aggregate_adapters(clients, tmp_path / "s", tmp_path / "s.json", round=1,
+                                 settings=noisy, reference=start, clients=["0", "1", "2"])  # fmt: skip
+    deployed = [aggregate_adapters(clients, tmp_path / f"d{k}", tmp_path / f"d{k}.json",
+                                   round=1, settings=noisy, reference=start, seed=None,
+                                   clients=["0", "1", "2"])  # fmt: skip
+                for k in range(2)]  # fmt: skip
+
+    # Assert: updates +1 and +2 over m = 3 (the lost client a zero): 1 + 3/3 = 2
+    merged = load_file(tmp_path / "g" / "adapter_model.safetensors")
+    assert all(t.abs().max() == pytest.approx(2.0) for t in merged.values())
+    assert record["dp"]["divisor"] == 3
+    # 2 of 3 sampled and published: ε is that of every client every round (q = 1)
+    assert sampled["dp"]["epsilon"] == pytest.approx(epsilon(1.0, 1, 3, 3, 1e-5))
+    assert sampled["dp"]["epsilon"] > epsilon(1.0, 1, 3, 2, 1e-5)
+    # a deployment draws noise from the OS: two runs of the same round differ
+    assert [d["dp"]["noise"] for d in deployed] == ["os randomness"] * 2
+    first, second = (load_file(tmp_path / f"d{k}" / "adapter_model.safetensors")
+                     for k in range(2))  # fmt: skip
+    assert any(not torch.equal(first[k], second[k]) for k in first)
+
+
+def test_a_deployment_draws_its_sample_from_the_os():
+    clients = [str(k) for k in range(20)]
+    seeded = {tuple(sample_clients(clients, 0.5, 7, 1)) for _ in range(5)}
+    drawn = {tuple(sample_clients(clients, 0.5, None, 1)) for _ in range(5)}
+    assert len(seeded) == 1 and len(drawn) > 1
+    assert all(len(d) == 10 and list(d) == sorted(d, key=int) for d in drawn)

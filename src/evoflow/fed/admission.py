@@ -47,7 +47,7 @@ def training_seconds(folder: str | Path) -> float:
 
 
 def admit(folders: Sequence[str | Path], settings: AggregationSettings, round: int,
-          seed: int, start: Adapter | None,
+          seed: int | None, start: Adapter | None,
           clients: Sequence[str] | None = None) -> tuple[list[int], list[Adapter], dict]:  # fmt: skip
     """(indices of the admitted clients, their adapters, what comm.json says).
     ``clients`` is the whole federation in order (default: the folders'

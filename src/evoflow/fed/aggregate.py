@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -53,7 +54,7 @@ def aggregate_adapters(
     previous_comm: str | Path | None = None,
     settings: AggregationSettings | None = None,
     reference: str | Path | State | None = None,
-    seed: int = 0,
+    seed: int | None = 0,
     clients: Sequence[str] | None = None,
     lost: dict[str, str] | None = None,
 ) -> dict:
@@ -77,6 +78,10 @@ def aggregate_adapters(
     reference
         the adapter the clients started from (a folder or tensors): DP clips
         updates against it and server momentum steps from it.
+    seed
+        seeds the round's participant sample and DP's noise (the simulation);
+        None draws both from the OS, which nobody holding the config can redo
+        (a deployment).
     clients, lost
         a live federation's clients in order, and those it never heard back
         from this round (name -> reason): the round's sample is drawn from all
@@ -132,29 +137,41 @@ def aggregate_adapters(
 
 
 def combine(states: list[State], weights, settings: AggregationSettings, base: State | None,
-            seed: int, round: int, federation: tuple[int, int]) -> tuple[State, dict]:  # fmt: skip
+            seed: int | None, round: int, federation: tuple[int, int]) -> tuple[State, dict]:  # fmt: skip
     """The clients' average by the configured rule, with DP if asked, and
-    what comm.json reports of it (errors of naive vs exact, DP's norms and ε
-    for ``federation`` = (K clients, m sampled per round))."""
+    what comm.json reports of it (errors of naive vs exact, or DP's ε, for
+    ``federation`` = (K clients, m sampled per round))."""
+    if settings.dp_clip is not None:
+        return _private(states, settings, base, seed, round, federation)
     exact, errors = exact_mean(states, weights)
     extra = {"reconstruction_error": errors}
-    if settings.dp_clip is not None:
-        updates = [{k: s[k].to(torch.float64) - base[k].to(torch.float64) for k in s}
-                   for s in states]  # fmt: skip
-        noise = torch.Generator().manual_seed(seed * 1_000_003 + round)
-        mean_update, norms = private_mean(
-            updates, settings.dp_clip, settings.dp_noise, noise
-        )
-        merged = {k: (base[k].to(torch.float64) + v).to(states[0][k].dtype)
-                  for k, v in mean_update.items()}  # fmt: skip
-        extra["dp"] = {"update_norms": norms, "epsilon": epsilon(settings.dp_noise, round, *federation, settings.dp_delta),
-                       "delta": settings.dp_delta}  # fmt: skip
-        return merged, extra
     if settings.rule == "exact":
         return exact, extra
     return STRATEGIES["weighted" if weights is not None else "mean"]().aggregate(
         states, weights
     ), extra
+
+
+def _private(states: list[State], settings: AggregationSettings, base: State,
+             seed: int | None, round: int, federation: tuple[int, int]) -> tuple[State, dict]:  # fmt: skip
+    """DP-FedAvg's step. Nothing per client reaches comm.json (no norms, no
+    reconstruction errors); the divisor is the m clients sampled per round;
+    the round's participants are published, so ε takes no subsampling
+    discount (q = 1). ``seed`` None draws the noise from the OS."""
+    updates = [{k: s[k].to(torch.float64) - base[k].to(torch.float64) for k in s}
+               for s in states]  # fmt: skip
+    noise = torch.Generator().manual_seed(
+        secrets.randbits(63) if seed is None else seed * 1_000_003 + round
+    )
+    mean_update = private_mean(updates, settings.dp_clip, settings.dp_noise, noise,
+                               divisor=federation[1])  # fmt: skip
+    merged = {k: (base[k].to(torch.float64) + v).to(states[0][k].dtype)
+              for k, v in mean_update.items()}  # fmt: skip
+    clients = federation[0]
+    dp = {"epsilon": epsilon(settings.dp_noise, round, clients, clients, settings.dp_delta),
+          "delta": settings.dp_delta, "divisor": federation[1],
+          "noise": "os randomness" if seed is None else "simulation, seeded"}  # fmt: skip
+    return merged, {"dp": dp}
 
 
 def _velocity(start: Adapter | None) -> State | None:

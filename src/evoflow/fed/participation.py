@@ -1,5 +1,6 @@
-"""Who takes part in a round: a seeded sample of the clients (partial
-participation), and which of them answered before the straggler deadline."""
+"""Who takes part in a round: a sample of the clients (partial participation;
+seeded in the simulation, from the OS in a deployment), and which of them
+answered before the straggler deadline."""
 
 from __future__ import annotations
 
@@ -10,21 +11,25 @@ from collections.abc import Mapping, Sequence
 from evoflow.seeding import derive_seed
 
 
-def sample_clients(
-    clients: Sequence[str], fraction: float, seed: int, round: int
-) -> list[str]:
-    """``max(1, round(fraction·K))`` of the K clients, drawn without
-    replacement from (seed, round) alone, in the clients' own order."""
+def sample_size(clients: int, fraction: float) -> int:
+    """m = ``max(1, round(fraction·K))``, the clients sampled each round."""
     if not 0 < fraction <= 1:
         raise ValueError(f"participation fraction must be in (0, 1], got {fraction}")
-    if fraction == 1:
+    return clients if fraction == 1 else max(1, math.floor(fraction * clients + 0.5))
+
+
+def sample_clients(
+    clients: Sequence[str], fraction: float, seed: int | None, round: int
+) -> list[str]:
+    """``sample_size`` of the K clients, drawn without replacement from (seed,
+    round) alone — or, with ``seed`` None, from the OS's randomness, which no
+    one holding the config can redo — in the clients' own order."""
+    count = sample_size(len(clients), fraction)
+    if count == len(clients):
         return list(clients)
-    count = max(1, math.floor(fraction * len(clients) + 0.5))
-    chosen = set(
-        random.Random(derive_seed(seed, "participation", round)).sample(
-            list(clients), count
-        )
-    )
+    draw = (random.SystemRandom() if seed is None
+            else random.Random(derive_seed(seed, "participation", round)))  # fmt: skip
+    chosen = set(draw.sample(list(clients), count))
     return [c for c in clients if c in chosen]
 
 

@@ -1,14 +1,17 @@
 """Client-level differential privacy on the uplink (DP-FedAvg, McMahan et
 al., 2018): each client's update — its adapter minus the global adapter it
 started from — is clipped to L2 norm ``clip`` over all its tensors; the server
-averages the m clipped updates of the round and adds Gaussian noise of
-standard deviation ``noise_multiplier · clip / m`` to every coordinate. ε
+sums the clipped updates of the round, divides by the m clients sampled
+for it (a client that did not answer is a zero update) and adds Gaussian noise
+of standard deviation ``noise_multiplier · clip / m`` to every coordinate. ε
 comes from Google's ``dp_accounting`` RDP accountant for neighbouring
 federations that differ in one client replaced by another (the relation its
 sampling-without-replacement analysis needs; the sum of clipped updates then
 has sensitivity 2·clip, so the accountant sees noise multiplier σ/2):
 ``rounds`` compositions of the Gaussian mechanism, each on m of K clients
-sampled without replacement (no sampling when m = K).
+sampled without replacement (no sampling when m = K). The server step passes
+m = K: it publishes each round's participants, so no subsampling discount
+holds.
 """
 
 from __future__ import annotations
@@ -40,20 +43,23 @@ def clip_update(update: State, clip: float) -> tuple[State, float]:
 
 
 def private_mean(updates: Sequence[State], clip: float, noise_multiplier: float,
-                 generator: torch.Generator) -> tuple[State, list[float]]:  # fmt: skip
-    """Mean of the clipped updates plus N(0, (σ·clip/m)²) per coordinate; the
-    clients' norms before clipping (for comm.json)."""
+                 generator: torch.Generator, divisor: int) -> State:  # fmt: skip
+    """Sum of the clipped updates over the fixed ``divisor`` m (the number of
+    clients sampled per round; one missing counts as a zero update, so m does
+    not depend on who answered) plus N(0, (σ·clip/m)²) per coordinate."""
     if noise_multiplier < 0:
         raise ValueError(f"dp noise_multiplier must be >= 0, got {noise_multiplier}")
-    clipped, norms = zip(*(clip_update(u, clip) for u in updates), strict=True)
-    m = len(clipped)
+    if divisor < len(updates):
+        raise ValueError(f"dp divisor {divisor} is below the {len(updates)} updates")
+    clipped = [clip_update(u, clip)[0] for u in updates]
+    m = divisor
     std = noise_multiplier * clip / m
     out = {}
     for name in clipped[0]:
         total = sum(c[name] for c in clipped) / m
         noise = torch.randn(total.shape, generator=generator, dtype=torch.float64)
         out[name] = total + std * noise
-    return out, list(norms)
+    return out
 
 
 def epsilon(noise_multiplier: float, rounds: int, clients: int, sampled: int,

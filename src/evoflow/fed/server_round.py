@@ -12,7 +12,7 @@ from evoflow.fed.settings import AggregationSettings
 
 
 def server_round(clients: Sequence[str | Path], output: str | Path, comm_path: str | Path,
-                 strategy: str, server: AggregationSettings, round: int, seed: int,
+                 strategy: str, server: AggregationSettings, round: int, seed: int | None,
                  model: str, sft: dict, reference: str | None = None,
                  previous_comm: str | None = None, federation: list[str] | None = None,
                  lost: dict[str, str] | None = None) -> dict:  # fmt: skip
@@ -20,7 +20,7 @@ def server_round(clients: Sequence[str | Path], output: str | Path, comm_path: s
     last round's global adapter where the step needs it (round 1: the fresh LoRA
     every client began from is rebuilt from ``model`` and ``sft``). A live
     federation names all its clients (``federation``) and those ``lost`` this
-    round."""
+    round, and passes ``seed`` None (sample and DP noise from the OS)."""
     start = reference
     if server.needs_reference and start is None:
         from evoflow.train.sft_config import SFTConfig

@@ -209,7 +209,7 @@ def run_round(grid: Grid, plan: Plan, method, layout: Layout, nodes: dict[str, i
     return server_round(
         [folders[c] for c in clients if c in folders], layout.global_adapter(name, round),
         layout.comm(name, round), family(method).aggregation(method),
-        server, round, plan.config["seed"],
+        server, round, None,  # participant sample and DP noise from the OS
         plan.config["model"]["name"], method.sft_for(1, clients[0]).to_dict(),
         reference=layout.global_adapter(name, previous) if previous and server.needs_reference else None,
         previous_comm=layout.comm(name, previous) if previous else None,
