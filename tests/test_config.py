@@ -159,7 +159,9 @@ def test_check_config_cli(tmp_path, capsys):
     good = tmp_path / "good.yaml"
     good.write_text("experiment: x\n")
     assert main(["check-config", str(good)]) == 0
-    assert yaml.safe_load(capsys.readouterr().out)["model"]["backend"] == "hf"
+    out = capsys.readouterr().out
+    assert yaml.safe_load(out)["model"]["backend"] == "hf"
+    assert out.splitlines()[-1] == f"# sha256: {config_hash(load_config(good))}"
     bad = tmp_path / "bad.yaml"
     bad.write_text("experiment: x\nseeed: 1\n")
     assert main(["check-config", str(bad)]) == 2

@@ -83,15 +83,18 @@ def _config_args(p: argparse.ArgumentParser) -> None:
 
 @command(
     "check-config",
-    "Validate an experiment config and print it with defaults.",
+    "Validate an experiment config and print it with defaults and its sha256 "
+    "(the hash a SuperNode pins with --node-config config_sha256=...).",
     _config_args,
 )
 def _check_config(args: argparse.Namespace) -> int:
     import yaml
 
-    from evoflow.config import load_config
+    from evoflow.config import config_hash, load_config
 
-    print(yaml.safe_dump(load_config(args.path), sort_keys=False), end="")
+    config = load_config(args.path)
+    print(yaml.safe_dump(config, sort_keys=False), end="")
+    print(f"# sha256: {config_hash(config)}")
     return 0
 
 

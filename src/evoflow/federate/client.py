@@ -48,6 +48,21 @@ def site_training(method, context: Context):
     return dataclasses.replace(method, sft=dataclasses.replace(method.sft, **overrides))
 
 
+def received_config(text: str, context: Context) -> dict:
+    """The experiment config the server sent, checked against the schema (its
+    experiment name becomes a folder here) and, where the SuperNode pins one
+    (``--node-config 'config_sha256="<hash>"'``, the hash ``evoflow federate``
+    records), against that hash."""
+    from evoflow.config import config_hash, validate_config
+
+    config = validate_config(json.loads(text), "config sent by the server")
+    pinned = str(context.node_config.get("config_sha256", ""))
+    if pinned and config_hash(config) != pinned:
+        raise ValueError(f"the server sent a config with sha256 {config_hash(config)}, "
+                         f"not the {pinned} this SuperNode is pinned to")  # fmt: skip
+    return config
+
+
 @app.query()
 def who(message: Message, context: Context) -> Message:
     client, _ = node_settings(context)
@@ -62,7 +77,7 @@ def train(message: Message, context: Context) -> Message:
 
     client, root = node_settings(context)
     task = message.content.config_records[wire.TASK]
-    config, round = json.loads(str(task["config"])), int(task["round"])
+    config, round = received_config(str(task["config"]), context), int(task["round"])
     method = site_training(methods_from_config(config)[str(task["method"])], context)
     layout = steps.client_layout(root, config)
     start = None

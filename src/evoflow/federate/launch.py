@@ -22,7 +22,7 @@ from typing import IO
 import tomli_w
 
 from evoflow.atomic import write_text
-from evoflow.config import load_config
+from evoflow.config import config_hash, load_config
 from evoflow.errors import EvoflowError
 from evoflow.federate.server import SUMMARY
 from evoflow.methods import methods_from_config
@@ -157,10 +157,11 @@ def wait_for_port(port: int, timeout: float, process: subprocess.Popen) -> None:
 
 
 def start_local(fed: Federation, clients: list[str], workdir: Path, env: dict,
-                node_config: dict[str, str] | None = None) -> str:  # fmt: skip
+                node_config: dict[str, str] | None = None, pin: str = "") -> str:  # fmt: skip
     """A SuperLink and one SuperNode per client on localhost; returns the
     SuperLink's address. Client ``c`` keeps its store under ``workdir/clients/c``
-    and gets ``node_config[c]`` (``key=value ...``) beside its name and folder."""
+    and gets ``node_config[c]`` (``key=value ...``) beside its name, its folder
+    and ``pin``, the sha256 of the only config it accepts."""
     port = free_port()
     fed.start("superlink", ["flower-superlink", "--insecure", "--host", "127.0.0.1",
                             "--port", str(port),
@@ -172,7 +173,8 @@ def start_local(fed: Federation, clients: list[str], workdir: Path, env: dict,
         fed.start(f"supernode-{client}", [
             "flower-supernode", "--insecure", "--superlink", f"127.0.0.1:{port}",
             "--host", "127.0.0.1", "--port", str(free_port()), "--node-config",
-            f'client="{client}" root="{root}" {(node_config or {}).get(client, "")}'.strip(),
+            f'client="{client}" root="{root}" config_sha256="{pin}" '
+            f'{(node_config or {}).get(client, "")}'.strip(),
         ], env, root)  # fmt: skip
     return f"127.0.0.1:{port}"
 
@@ -215,7 +217,7 @@ def federate(config_path: str | Path, method: str, workdir: str | Path = ".",
     env, fed = flower_env(folder / "flwr-home"), Federation(folder)
     try:
         address = superlink or start_local(
-            fed, list(config["envs"]), workdir, env, node_config
+            fed, list(config["envs"]), workdir, env, node_config, config_hash(config)
         )
         write_connection(folder / "flwr-home", address, root_certificates)
         app = write_app(folder, {"config": json.dumps(config), "method": method,
