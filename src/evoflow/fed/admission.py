@@ -23,6 +23,7 @@ from evoflow.fed.adapters import (
     load_adapter,
 )
 from evoflow.fed.participation import on_time, sample_clients
+from evoflow.fed.privacy import update_norm
 from evoflow.fed.settings import AggregationSettings
 
 log = logging.getLogger(__name__)
@@ -123,13 +124,10 @@ def _poisoned(indices: list[int], loaded: dict, start: Adapter | None,
 
 
 def _update_norm(tensors: dict, start: Adapter | None) -> float:
-    total = 0.0
-    for name, tensor in tensors.items():
-        delta = tensor.to(torch.float64)
-        if start is not None and name in start.tensors:
-            delta = delta - start.tensors[name].to(torch.float64)
-        total += float((delta**2).sum())
-    return total**0.5
+    if start is None:
+        return update_norm(tensors)
+    return update_norm({k: t.to(torch.float64) - start.tensors[k].to(torch.float64)
+                        if k in start.tensors else t for k, t in tensors.items()})  # fmt: skip
 
 
 def _majority(adapters: list[Adapter]) -> Adapter | None:

@@ -11,20 +11,16 @@ from collections.abc import Mapping, Sequence
 from evoflow.seeding import derive_seed
 
 
-def sample_size(clients: int, fraction: float) -> int:
-    """m = ``max(1, round(fraction·K))``, the clients sampled each round."""
-    if not 0 < fraction <= 1:
-        raise ValueError(f"participation fraction must be in (0, 1], got {fraction}")
-    return clients if fraction == 1 else max(1, math.floor(fraction * clients + 0.5))
-
-
 def sample_clients(
     clients: Sequence[str], fraction: float, seed: int | None, round: int
 ) -> list[str]:
-    """``sample_size`` of the K clients, drawn without replacement from (seed,
-    round) alone — or, with ``seed`` None, from the OS's randomness, which no
-    one holding the config can redo — in the clients' own order."""
-    count = sample_size(len(clients), fraction)
+    """``max(1, round(fraction·K))`` of the K clients, drawn without
+    replacement from (seed, round) alone — or, with ``seed`` None, from the
+    OS's randomness, which no one holding the config can redo — in the
+    clients' own order."""
+    if not 0 < fraction <= 1:
+        raise ValueError(f"participation fraction must be in (0, 1], got {fraction}")
+    count = max(1, math.floor(fraction * len(clients) + 0.5))
     if count == len(clients):
         return list(clients)
     draw = (random.SystemRandom() if seed is None

@@ -52,11 +52,10 @@ def private_mean(updates: Sequence[State], clip: float, noise_multiplier: float,
     if divisor < len(updates):
         raise ValueError(f"dp divisor {divisor} is below the {len(updates)} updates")
     clipped = [clip_update(u, clip)[0] for u in updates]
-    m = divisor
-    std = noise_multiplier * clip / m
+    std = noise_multiplier * clip / divisor
     out = {}
     for name in clipped[0]:
-        total = sum(c[name] for c in clipped) / m
+        total = sum(c[name] for c in clipped) / divisor
         noise = torch.randn(total.shape, generator=generator, dtype=torch.float64)
         out[name] = total + std * noise
     return out

@@ -51,8 +51,8 @@ def site_training(method, context: Context):
 def received_config(text: str, context: Context) -> dict:
     """The experiment config the server sent, checked against the schema (its
     experiment name becomes a folder here) and, where the SuperNode pins one
-    (``--node-config 'config_sha256="<hash>"'``, the hash ``evoflow federate``
-    records), against that hash."""
+    (``--node-config 'config_sha256="<hash>"'``, the hash ``evoflow
+    check-config`` prints), against that hash."""
     from evoflow.config import config_hash, validate_config
 
     config = validate_config(json.loads(text), "config sent by the server")
