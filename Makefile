@@ -28,6 +28,8 @@ $(STAMP): pyproject.toml requirements/cpu.lock
 setup: $(STAMP)
 
 run: $(STAMP)
+	# Debian's bubblewrap: the sandbox's OS isolation (generated code never runs without it).
+	bash scripts/setup/bubblewrap.sh
 	snakemake --profile workflow/profiles/local --cores $(CORES)
 	@cat reports/embedded/table1.md
 	@echo; echo "Job time per rule (benchmark files under logs/embedded/bench):"
@@ -41,6 +43,8 @@ lint: $(STAMP)
 test: lint
 	# Debian's Chromium for the explorer's browser tests (a test fails if it is missing).
 	bash scripts/setup/chromium.sh
+	# Debian's bubblewrap: the sandbox's OS isolation (its tests fail without it).
+	bash scripts/setup/bubblewrap.sh
 	# One worker per core; tests/scheduling.py says which tests go together.
 	pytest -n $(CORES) --durations=15
 

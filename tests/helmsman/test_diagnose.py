@@ -26,7 +26,7 @@ def _with(module: str, old: str, new: str) -> dict[str, str]:
 def test_a_healthy_fedavg_run_succeeds(digits_npz, run_config):
     run = simulate(codebase.baseline(), digits_npz, run_config, FAST)
     assert run.diagnosis == Diagnosis("SUCCESS", None), run.diagnosis.report()
-    assert run.outcome.isolated_network
+    assert run.outcome.isolated
 
 
 FAULTS = {

@@ -3,13 +3,16 @@ and never a hung test."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evoflow.sandbox import Limits, run_python
+from evoflow.sandbox import Limits, SandboxUnavailable, isolation, run_python
+from evoflow.sandbox.runner import HARNESS
 
 FAST = Limits(seconds=3.0, memory_mb=512, output_kb=64)
 
@@ -86,10 +89,9 @@ def test_a_test_that_exits_early_does_not_pass():
     assert not outcome.ok and outcome.status == "crashed"
 
 
-def test_the_network_is_a_fresh_namespace_where_the_kernel_allows():
-    # CI machines of this project allow user namespaces; a kernel that refuses
-    # them still leaves the audit hook, which the escape tests exercise.
-    assert run_python("", [], FAST).isolated_network
+def test_every_run_is_isolated():
+    # test_escapes.py checks what the isolation holds, from the host.
+    assert run_python("", [], FAST).isolated
 
 
 @settings(max_examples=25, deadline=None)
@@ -102,3 +104,21 @@ def test_no_program_makes_a_failing_test_pass(program):
 def test_bad_limits_are_named():
     with pytest.raises(ValueError, match="memory_mb >= 64"):
         Limits(memory_mb=1)
+
+
+def test_without_bubblewrap_nothing_runs(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    isolation._bwrap.cache_clear()
+    isolation.check.cache_clear()
+    try:
+        with pytest.raises(SandboxUnavailable, match="bubblewrap"):
+            run_python("print('ran')", [], FAST)
+    finally:
+        isolation._bwrap.cache_clear()
+        isolation.check.cache_clear()
+
+
+def test_the_harness_refuses_to_run_outside_its_namespace(tmp_path):
+    done = subprocess.run([sys.executable, "-I", str(HARNESS), str(tmp_path / "run.json")],
+                          capture_output=True, text=True, timeout=30, cwd=tmp_path)  # fmt: skip
+    assert done.returncode != 0 and "pid namespace" in done.stderr

@@ -1,48 +1,53 @@
-"""The child side of the sandbox: runs as ``python -I harness.py`` in the
-private directory, never imported by evoflow itself.
+"""The inside of a sandboxed run: ``python -I /sandbox/in/harness.py
+/sandbox/in/run.json``, started by ``evoflow.sandbox.runner`` within the OS
+boundary of ``evoflow.sandbox.isolation`` and never imported by evoflow.
 
-It lowers its own resource limits (CPU time, address space, file size, open
-files; given as arguments), reads a one-time token from stdin, then installs an audit hook (PEP 578;
-it cannot be removed once added) that refuses, with ``PermissionError``:
-opening or listing a path outside the private directory (reading Python's own
-installation excepted), sockets, new processes (fork, exec, spawn, system,
-subprocess), signals to other processes and calls through ``ctypes``. Then it runs
-``program.py``, and, when ``tests.json`` is there, each test snippet in the
-program's namespace, counting the ones that finish. Only when everything ran
-to its end does it print the token (with the counts) as its last line — a
-program that exits early, by ``sys.exit`` or ``os._exit`` or a crash, never
-shows it, and the program is not given it (code written to dig it out of the
-harness's memory could; the token stops accidents and naive cheats, the audit
-hook and the process limits stop the rest).
+Two processes share the work. The keeper (this process) lowers the resource
+limits, copies the project into the working folder, and forks the worker,
+which runs ``program.py`` and then each test snippet. The keeper never runs
+untrusted code. When the worker has ended, the keeper:
+
+- kills every other process left in the sandbox (its pid namespace);
+- reads the host's one-time token from stdin. The worker pointed its stdin
+  at ``/dev/null`` before anything ran, so the token never enters the
+  process that runs the program;
+- sends the files the host asked for on the collection pipe;
+- prints its last line: ``TOKEN HOW PASSED TOTAL``. HOW is how the worker
+  ended (``exit:N`` or ``signal:N``). PASSED is -1 unless the worker reported
+  with the keeper's per-run secret, which it does only after every test ran.
+
+The worker binds everything it relies on (``compile``, ``exec``,
+``os.write``, ``os._exit``, the builtins) before the program runs, so a
+program that replaces them changes nothing the count depends on. Each test
+runs in a copy of the program's namespace. That copy has the builtins as they
+were before the program ran, and leaves out any name the program defined over
+a builtin. The audit hook is defence in depth behind the OS boundary: no files
+outside the folder (the interpreter's installation may be read), no sockets,
+no new processes, no signals, no calls through ``ctypes``, and no reaching
+the harness's memory (frames of generators, ``gc``, tracing).
 """
 
+import builtins
 import json
 import os
 import resource
+import secrets
+import shutil
+import signal
+import stat
 import sys
 
+INBOX = "/sandbox/in"
+OWN = ("harness.py", "run.json")
 BLOCKED = (
-    "socket.",
-    "subprocess.",
-    "os.fork",
-    "os.forkpty",
-    "os.posix_spawn",
-    "os.exec",
-    "os.spawn",
-    "os.system",
-    "os.kill",
-    "os.killpg",
-    "os.startfile",
-    "pty.",
-    "ctypes.dlsym",  # loading a library is allowed (importing ctypes does); calling
-    "ctypes.call_function",  # into one, or poking memory, is not
-    "ctypes.cdata",
-    "_posixsubprocess.",
-    "os.chroot",
-    "os.setuid",
-    "gc.get_",
-    "sys._current_frames",
-)
+    "socket.", "subprocess.", "os.fork", "os.forkpty", "os.posix_spawn", "os.exec",
+    "os.spawn", "os.system", "os.kill", "os.killpg", "os.startfile", "pty.",
+    "ctypes.dlsym", "ctypes.call_function", "ctypes.cdata", "ctypes.string_at",
+    "ctypes.wstring_at", "_posixsubprocess.", "os.chroot", "os.setuid", "gc.",
+    "sys._current_frames", "sys._current_exceptions", "sys.settrace", "sys.setprofile",
+    "signal.pthread_kill",
+)  # fmt: skip
+HIDDEN = ("gi_frame", "cr_frame", "ag_frame")  # a suspended frame's locals
 LOOK_EVENTS = ("os.listdir", "os.scandir", "os.chdir")  # imports list sys.path
 CHANGE_EVENTS = ("os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.symlink",
                  "os.link", "os.chmod", "os.chown", "os.truncate", "os.utime",
@@ -50,42 +55,136 @@ CHANGE_EVENTS = ("os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.symlink",
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 
-def main(cpu_seconds: int, memory: int, file_size: int) -> None:
-    for limit, value in ((resource.RLIMIT_CPU, cpu_seconds), (resource.RLIMIT_AS, memory),
-                         (resource.RLIMIT_FSIZE, file_size), (resource.RLIMIT_CORE, 0),
-                         (resource.RLIMIT_NOFILE, 64)):  # fmt: skip
-        resource.setrlimit(limit, (value, value))  # hard limits: no way back up
+def main(config_path: str) -> None:
+    if os.getpid() != 2:  # bwrap's init is 1 in the run's own pid namespace
+        sys.exit("the sandbox harness runs only inside its own pid namespace")
+    with open(config_path) as handle:
+        config = json.load(handle)
+    _lower_limits(config["limits"])
+    shutil.copytree(INBOX, ".", dirs_exist_ok=True, ignore=lambda _, names: OWN)
+    secret = secrets.token_hex(16)
+    report_r, report_w = os.pipe()
+    worker = os.fork()
+    if worker == 0:
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        os.close(report_r)
+        os.close(config["collect_fd"])
+        _work(report_w, secret)
+    os.close(report_w)
+    _undumpable()
+    how = _ended(os.waitpid(worker, 0)[1])
+    try:
+        os.kill(-1, signal.SIGKILL)  # every process here but this one and init
+    except ProcessLookupError:
+        pass  # none was left
+    report = os.read(report_r, 256).decode(errors="replace").split()
     token = sys.stdin.readline().strip()
-    sys.stdin = open(os.devnull)  # noqa: SIM115 - the program reads nothing
-    home = os.path.realpath(os.getcwd())
-    sys.path.insert(0, home)  # a project's modules import each other
-    readable = tuple(
+    _send(config["collect_fd"], config["collect"])
+    total = int(config["tests"])
+    honest = len(report) == 3 and report[0] == secret and report[2] == str(total)
+    passed = int(report[1]) if honest and report[1].isdigit() else -1
+    os.write(1, f"\n{token} {how} {passed} {total}\n".encode())
+
+
+def _lower_limits(limits: dict) -> None:
+    for name, value in limits.items():  # hard limits: no way back up
+        resource.setrlimit(getattr(resource, name), (value, value))
+
+
+def _undumpable() -> None:
+    """Keep the keeper's memory (token, secret) from ``ptrace`` by a process
+    the program started."""
+    import ctypes
+
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+
+
+def _ended(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return f"signal:{os.WTERMSIG(status)}"
+    return f"exit:{os.waitstatus_to_exitcode(status)}"
+
+
+def _send(fd: int, names: list) -> None:
+    """Each file ``names`` lists that the run left, as a JSON header line
+    and its bytes (links and folders are not sent)."""
+    with os.fdopen(fd, "wb") as pipe:
+        for name in names:
+            try:
+                handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW)
+            except OSError:
+                continue
+            with os.fdopen(handle, "rb") as source:
+                if not stat.S_ISREG(os.fstat(handle).st_mode):
+                    continue
+                data = source.read()
+            pipe.write(json.dumps({"name": name, "size": len(data)}).encode() + b"\n")
+            pipe.write(data)
+
+
+def _work(report: int, secret: str) -> None:
+    """The worker: run the program, then each test; report only at the end."""
+    exec_, compile_, write, exit_, type_ = exec, compile, os.write, os._exit, type
+    enumerate_, dict_, len_ = enumerate, dict, len
+    failure, excepthook = Exception, sys.__excepthook__
+    flushes = (sys.stdout.flush, sys.stderr.flush)
+    pristine = dict(vars(builtins))
+    with open("program.py") as handle:
+        program = handle.read()
+    tests = []
+    if os.path.exists("tests.json"):
+        with open("tests.json") as handle:
+            tests = json.load(handle)
+    sys.argv = ["program.py"]
+    sys.path.insert(0, os.path.realpath("."))  # a project's modules import each other
+    sys.addaudithook(_hook(os.path.realpath("."), _readable()))
+    namespace = {
+        "__name__": "__main__",
+        "__file__": "program.py",
+        "__builtins__": builtins,
+    }
+    try:
+        exec_(compile_(program, "program.py", "exec"), namespace)
+        passed = 0
+        for i, test in enumerate_(tests):
+            scope = {k: v for k, v in namespace.items() if k not in pristine}
+            scope["__builtins__"] = dict_(pristine)
+            try:
+                exec_(compile_(test, f"test_{i}.py", "exec"), scope)
+                passed += 1
+            except failure as error:
+                write(2, f"test {i}: {_describe(error, type_)}\n".encode())
+    except BaseException as error:  # noqa: BLE001 - the program ended the run early
+        excepthook(type_(error), error, error.__traceback__)
+        _flush(flushes)
+        exit_(1)
+    _flush(flushes)
+    write(report, f"{secret} {passed} {len_(tests)}\n".encode())
+    exit_(0)
+
+
+def _describe(error: BaseException, type_) -> str:
+    try:
+        return f"{type_(error).__name__}: {error}"
+    except BaseException:  # noqa: BLE001 - an exception whose message fails
+        return type_(error).__name__
+
+
+def _flush(flushes) -> None:
+    for flush in flushes:
+        try:
+            flush()
+        except BaseException:  # noqa: BLE001, S110 - a closed stream loses only its output
+            pass
+
+
+def _readable() -> tuple:
+    return tuple(
         {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
     )
-    tests = _tests()
-    program = open("program.py").read()  # noqa: SIM115
-    sys.addaudithook(_hook(home, readable))
-    namespace = {"__name__": "__main__", "__file__": "program.py"}
-    exec(compile(program, "program.py", "exec"), namespace)
-    passed = 0
-    for i, test in enumerate(tests):
-        try:
-            exec(compile(test, f"test_{i}.py", "exec"), namespace)
-            passed += 1
-        except Exception as error:  # noqa: BLE001 - a failing test, counted
-            sys.stderr.write(f"test {i}: {type(error).__name__}: {error}\n")
-    sys.stdout.flush()
-    os.write(1, f"\n{token} {passed} {len(tests)}\n".encode())
 
 
-def _tests() -> list[str]:
-    if not os.path.exists("tests.json"):
-        return []
-    with open("tests.json") as handle:
-        return json.load(handle)
-
-
-def _hook(home: str, readable: tuple[str, ...]):
+def _hook(home: str, readable: tuple):
     def inside(path, roots) -> bool:
         real = os.path.realpath(os.fsdecode(path))
         return any(real == r or real.startswith(r + os.sep) for r in roots)
@@ -101,6 +200,8 @@ def _hook(home: str, readable: tuple[str, ...]):
             raise PermissionError(f"sandbox: no access to {os.fsdecode(path)}")
         if event.startswith(BLOCKED):
             raise PermissionError(f"sandbox: {event} is not allowed")
+        if event == "object.__getattr__" and args[1] in HIDDEN:
+            raise PermissionError(f"sandbox: reading {args[1]} is not allowed")
         if event.startswith(LOOK_EVENTS + CHANGE_EVENTS):
             roots = (home,) if event.startswith(CHANGE_EVENTS) else (home, *readable)
             paths = [a for a in args if isinstance(a, str | bytes)]
@@ -111,4 +212,4 @@ def _hook(home: str, readable: tuple[str, ...]):
 
 
 if __name__ == "__main__":
-    main(*(int(a) for a in sys.argv[1:4]))
+    main(sys.argv[1])

@@ -1,25 +1,26 @@
 """Run untrusted Python (generated code, its tests) in a sandbox.
 
-Each run gets its own temporary directory (removed afterwards) and a fresh
-``python -I`` process in its own session with:
+Each run gets its own temporary folder on the host (removed afterwards) for
+its inputs and its stdout / stderr, and runs inside the OS boundary of
+``evoflow.sandbox.isolation`` (bubblewrap: its own user, pid, network and ipc
+namespaces, a read-only view of ``/usr`` and the interpreter, a size-capped
+writable folder, a process cap). Within the boundary:
 
-- a wall-clock timeout (the whole process group is killed), and CPU-time,
-  address-space and file-size limits (``resource.setrlimit``);
-- no network: a fresh network namespace (``unshare --net``) where the kernel
-  allows one, and in any case an audit hook that refuses sockets;
-- the audit hook of ``evoflow.sandbox.harness``: no files outside its
-  directory (Python's installation may be read), no new processes, no
-  ``ctypes``;
-- an empty environment (``PATH``, ``HOME`` and ``TMPDIR`` only, the latter
-  two its directory) and stdout/stderr written to files, read back capped.
+- ``evoflow.sandbox.harness`` lowers CPU-time, address-space, file-size,
+  open-file and process limits;
+- it runs the program in a worker process, under an audit hook as defence in
+  depth;
+- the host kills the whole sandbox at the wall-clock limit.
 
-A run passes only when the harness prints its one-time token last, after the
-program and every test ran to their end — exit code 0 alone proves nothing.
+The files a caller asks to ``collect`` come back on a pipe, capped at the
+disk limit. A run passes only when the harness's last line carries the host's
+one-time token, which never enters the process that runs the program, with a
+count the worker reported after every test ran. Exit code 0 alone proves
+nothing.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import secrets
@@ -28,9 +29,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from evoflow.sandbox import isolation
 
 HARNESS = Path(__file__).with_name("harness.py")
 STATUSES = ("passed", "failed", "timeout", "memory", "output", "crashed")
@@ -42,14 +46,18 @@ class Limits:
     """What one sandboxed run may use."""
 
     seconds: float = 10.0  # wall clock
-    memory_mb: int = 1024  # address space
+    memory_mb: int = 1024  # address space of each process
     output_kb: int = 512  # largest file it may write (its stdout included)
+    processes: int = 64  # processes and threads at once
+    disk_mb: int = 256  # writable space in its folder (and again in /tmp)
 
     def __post_init__(self) -> None:
-        if self.seconds <= 0 or self.memory_mb < 64 or self.output_kb < 1:
+        if (self.seconds <= 0 or self.memory_mb < 64 or self.output_kb < 1
+                or self.processes < 4 or self.disk_mb < 1):  # fmt: skip
             raise ValueError(
-                f"sandbox limits need seconds > 0, memory_mb >= 64 and output_kb >= 1, "
-                f"got {self.seconds}, {self.memory_mb}, {self.output_kb}"
+                f"sandbox limits need seconds > 0, memory_mb >= 64, output_kb >= 1, "
+                f"processes >= 4 and disk_mb >= 1, got {self.seconds}, {self.memory_mb}, "
+                f"{self.output_kb}, {self.processes}, {self.disk_mb}"
             )
 
 
@@ -62,10 +70,12 @@ class Outcome:
     passed: int
     total: int
     seconds: float
-    returncode: int | None
+    returncode: int | None  # the worker's (negative: killed by that signal)
     stdout: str  # the end of the program's output (without the harness's line)
     stderr: str  # the end of its error output
-    isolated_network: bool
+    isolated: (
+        bool  # ran inside the OS boundary (False only for a run refused before it)
+    )
 
     @property
     def ok(self) -> bool:
@@ -99,25 +109,29 @@ def run_files(files: dict[str, str | bytes], limits: Limits | None = None,
     limits = limits or Limits()
     if "program.py" not in files:
         raise ValueError(f"a sandboxed project needs a program.py, got {sorted(files)}")
+    isolation.check()
+    total = len(json.loads(files["tests.json"])) if "tests.json" in files else 0
     token = secrets.token_hex(16)
     with tempfile.TemporaryDirectory(prefix="evoflow-sandbox-") as home:
         root = Path(home)
+        inbox = root / "in"
         for name, content in files.items():
-            target = _inside(root, name)
+            target = _inside(inbox, name)
             target.parent.mkdir(parents=True, exist_ok=True)
-            mode = "wb" if isinstance(content, bytes) else "w"
-            with open(target, mode) as handle:
-                handle.write(content)
-        shutil.copy(HARNESS, root / "harness.py")
+            target.write_bytes(
+                content if isinstance(content, bytes) else content.encode()
+            )
+        shutil.copy(HARNESS, inbox / "harness.py")
+        wanted = [n for n in collect if n not in ("stdout", "stderr")]
         started = time.perf_counter()
-        returncode, timed_out = _execute(root, token, limits)
+        timed_out, sent = _execute(root, token, limits, wanted, total)
         seconds = time.perf_counter() - started
         out, err = _tail(root / "stdout"), _tail(root / "stderr")
         kept = {
-            n: (root / n).read_bytes() for n in collect if _inside(root, n).is_file()
+            n: (root / n).read_bytes() for n in collect if n in ("stdout", "stderr")
         }
-    total = len(json.loads(files["tests.json"])) if "tests.json" in files else 0
-    return _outcome(token, out, err, returncode, timed_out, seconds, total), kept
+    kept.update({n: data for n, data in sent.items() if n in wanted})
+    return _outcome(token, out, err, timed_out, seconds, total), kept
 
 
 def _inside(root: Path, name: str) -> Path:
@@ -127,23 +141,67 @@ def _inside(root: Path, name: str) -> Path:
     return target
 
 
-def _execute(root: Path, token: str, limits: Limits) -> tuple[int | None, bool]:
-    command = [*_net_isolation(), sys.executable, "-I", "harness.py",
-               str(int(limits.seconds) + 1), str(limits.memory_mb * 2**20),
-               str(limits.output_kb * 2**10)]  # fmt: skip
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(root), "TMPDIR": str(root),
-           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}  # fmt: skip
-    with open(root / "stdout", "wb") as out, open(root / "stderr", "wb") as err:
-        process = subprocess.Popen(
-            command, cwd=root, env=env, stdin=subprocess.PIPE, stdout=out,
-            stderr=err, start_new_session=True,
-        )  # fmt: skip
+def _execute(root: Path, token: str, limits: Limits, collect: list[str],
+             total: int) -> tuple[bool, dict[str, bytes]]:  # fmt: skip
+    """Run the harness in the sandbox; whether the wall clock stopped it, and
+    the files it sent back."""
+    disk = limits.disk_mb * 2**20
+    pipe_r, pipe_w = os.pipe()
+    config = {"collect": collect, "collect_fd": pipe_w, "tests": total,
+              "limits": _rlimits(limits)}  # fmt: skip
+    (root / "in" / "run.json").write_text(json.dumps(config))
+    command = [*isolation.command(root / "in", disk), sys.executable, "-I",
+               f"{isolation.INBOX}/harness.py", f"{isolation.INBOX}/run.json"]  # fmt: skip
+    received: dict[str, bytes] = {}
+    reader = threading.Thread(
+        target=_receive, args=(pipe_r, disk, received), daemon=True
+    )
+    with (open(root / "stdout", "wb") as out, open(root / "stderr", "wb") as err,
+          isolation.process_cap(limits.processes) as prefix):  # fmt: skip
+        try:
+            process = subprocess.Popen(
+                [*prefix, *command], stdin=subprocess.PIPE, stdout=out, stderr=err,
+                pass_fds=(pipe_w,), start_new_session=True,
+            )  # fmt: skip
+        finally:
+            os.close(pipe_w)
+        reader.start()
         try:
             process.communicate(f"{token}\n".encode(), timeout=limits.seconds)
-            return process.returncode, False
+            timed_out = False
         except subprocess.TimeoutExpired:
             _kill_group(process)
-            return None, True
+            timed_out = True
+    reader.join(timeout=10)
+    return timed_out, received
+
+
+def _rlimits(limits: Limits) -> dict[str, int]:
+    return {"RLIMIT_CPU": int(limits.seconds) + 1, "RLIMIT_AS": limits.memory_mb * 2**20,
+            "RLIMIT_FSIZE": limits.output_kb * 2**10, "RLIMIT_CORE": 0,
+            "RLIMIT_NOFILE": 64, "RLIMIT_NPROC": limits.processes}  # fmt: skip
+
+
+def _receive(fd: int, cap: int, into: dict[str, bytes]) -> None:
+    """Read the harness's collected files (a JSON header line, then the
+    bytes, per file), keeping at most ``cap`` bytes; a malformed stream ends
+    the reading."""
+    data = bytearray()
+    with os.fdopen(fd, "rb") as pipe:
+        while chunk := pipe.read(65536):
+            if len(data) + len(chunk) > cap:
+                return
+            data += chunk
+    at = 0
+    while at < len(data):
+        end = data.find(b"\n", at)
+        try:
+            header = json.loads(data[at:end])
+            name, size = str(header["name"]), int(header["size"])
+        except (ValueError, KeyError, TypeError):
+            return
+        into[name] = bytes(data[end + 1 : end + 1 + size])
+        at = end + 1 + size
 
 
 def _kill_group(process: subprocess.Popen) -> None:
@@ -154,19 +212,6 @@ def _kill_group(process: subprocess.Popen) -> None:
     process.wait()
 
 
-@functools.cache
-def _net_isolation() -> tuple[str, ...]:
-    """``unshare`` into a new network namespace, if this kernel lets us."""
-    command = ("unshare", "--net", "--map-root-user")
-    if shutil.which("unshare") is None:
-        return ()
-    try:
-        done = subprocess.run([*command, "true"], capture_output=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return ()
-    return command if done.returncode == 0 else ()
-
-
 def _tail(path: Path, size: int = TAIL) -> str:
     """The last ``size`` bytes of a file the run wrote."""
     with open(path, "rb") as handle:
@@ -174,11 +219,14 @@ def _tail(path: Path, size: int = TAIL) -> str:
         return handle.read().decode("utf-8", errors="replace")
 
 
-def _outcome(token, out, err, returncode, timed_out, seconds, total) -> Outcome:
+def _outcome(token, out, err, timed_out, seconds, total) -> Outcome:
     body, _, last = out.rstrip("\n").rpartition("\n")
     fields = last.split()
-    finished = returncode == 0 and len(fields) == 3 and fields[0] == token
-    passed = int(fields[1]) if finished else 0
+    signed = len(fields) == 4 and fields[0] == token
+    how = fields[1] if signed else ""
+    returncode = _returncode(how)
+    finished = signed and how == "exit:0" and fields[2].isdigit()
+    passed = int(fields[2]) if finished else 0
     if finished:
         status = "passed" if passed == total else "failed"
     elif timed_out or returncode == -signal.SIGXCPU:
@@ -190,4 +238,11 @@ def _outcome(token, out, err, returncode, timed_out, seconds, total) -> Outcome:
     else:
         status = "crashed"
     return Outcome(status, passed, total, round(seconds, 4), returncode,
-                   body if finished else out, err, bool(_net_isolation()))  # fmt: skip
+                   body if signed else out, err, True)  # fmt: skip
+
+
+def _returncode(how: str) -> int | None:
+    kind, _, number = how.partition(":")
+    if not number.lstrip("-").isdigit():
+        return None
+    return -int(number) if kind == "signal" else int(number)
