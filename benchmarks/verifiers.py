@@ -4,9 +4,10 @@
   by the caller, the library's own timeouts off) vs calling math-verify's
   ``parse`` + ``verify`` directly in this process with its default
   ``signal.alarm`` timeouts (main thread only, no isolation), same pairs.
-- code: ``check_code`` (the sandbox: rlimits, audit hook, no network, private
-  dir, one-time token) vs a bare ``subprocess.run([python, file])`` of the same
-  program and tests — the cost of the isolation.
+- code: ``check_code`` (the sandbox: bubblewrap namespaces, a keeper and a
+  worker process, rlimits, audit hook, one-time token) vs a bare
+  ``subprocess.run([python, file])`` of the same program and tests — the cost
+  of the isolation.
 
     python benchmarks/verifiers.py [--math 400] [--code 40]
 """

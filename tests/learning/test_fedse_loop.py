@@ -51,14 +51,19 @@ META = ShardMeta(experiment="loop", config_hash="test", model_id=MODEL, seed=0)
 MARGIN = 2  # held-out tasks Fed-SE must solve beyond FedIT's
 
 
-def rollouts(policy, tasks, adapter, temperature, seed, split):
+def jobs(tasks, adapter, temperature, seed, split) -> list[Job]:
     source = "explore" if split == "train" else "eval"
     spec = RolloutSpec(experiment="loop", method="fedse", split=split, source=source,
                        horizon=CAP, width=16, max_invalid=3, adapter=adapter, seed=seed,
                        constrain_actions=True,
                        sampling=SamplingParams(temperature, max_new_tokens=40))  # fmt: skip
-    jobs = [Job(ENV, task, 0, spec) for task in tasks]
-    return play(policy, {ENV: env_factory(ENV)}, jobs, 16, progress=False)
+    return [Job(ENV, task, 0, spec) for task in tasks]
+
+
+def play_all(policy, batch: list[Job]):
+    """One batch for every job (the engine mixes adapters in one call; each
+    episode's sampling seed is its own, so the batch does not change it)."""
+    return play(policy, {ENV: env_factory(ENV)}, batch, len(batch), progress=False)
 
 
 def seed_manifests(root: Path) -> list[Path]:
@@ -85,14 +90,17 @@ def federated_round(root, round, sources, start):
 
 
 def explore_round(policy, root, round, buffers, start) -> list[dict]:
-    """Explore, then extend each client's buffer with its successes."""
+    """Explore (both clients' tasks in one batch), then extend each client's
+    buffer with its successes."""
     train = split_ids(ENV, "train", strata=STRATA)
+    batch = [job for k in range(CLIENTS)
+             for job in jobs(choose(train, EXPLORE, 0, "explore", round, k), start, 1.0,
+                             1000 * round + k, "train")]  # fmt: skip
+    episodes = play_all(policy, batch)
     infos = []
     for k in range(CLIENTS):
-        tasks = choose(train, EXPLORE, 0, "explore", round, k)
-        episodes = rollouts(policy, tasks, start, 1.0, 1000 * round + k, "train")
         shard = root / f"r{round}" / f"explore{k}.parquet"
-        write_shard(shard, episodes, META)
+        write_shard(shard, episodes[k * EXPLORE : (k + 1) * EXPLORE], META)
         out = root / f"r{round}" / f"buffer{k}.json"
         build_buffer(out, buffers[k], shard, "success", previous=buffers[k])
         buffers[k] = out
@@ -113,8 +121,12 @@ def test_fedse_explored_successes_lift_held_out_success_above_fedit(tmp_path):
             fedse = federated_round(tmp_path / "fedse", round, buffers, fedse)
             fedit = federated_round(tmp_path / "fedit", round, seeds, fedit)
         tasks = eval_tasks(ENV, TEST, 0, strata=STRATA)
-        held = {name: sum(e.success for e in rollouts(policy, tasks, adapter, 0.0, 0, "test"))
-                for name, adapter in (("fedse", fedse), ("fedit", fedit))}  # fmt: skip
+        played = play_all(
+            policy,
+            jobs(tasks, fedse, 0.0, 0, "test") + jobs(tasks, fedit, 0.0, 0, "test"),
+        )
+        held = {"fedse": sum(e.success for e in played[:TEST]),
+                "fedit": sum(e.success for e in played[TEST:])}  # fmt: skip
     finally:
         policy.close()
     kept = load_episodes(buffers[0], columns=["success", "source"])

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evoflow.sandbox import Limits, SandboxUnavailable, isolation, run_python
+from evoflow.sandbox import Limits, SandboxUnavailable, isolation, run_files, run_python
 from evoflow.sandbox.runner import HARNESS
 
 FAST = Limits(seconds=3.0, memory_mb=512, output_kb=64)
@@ -122,3 +122,8 @@ def test_the_harness_refuses_to_run_outside_its_namespace(tmp_path):
     done = subprocess.run([sys.executable, "-I", str(HARNESS), str(tmp_path / "run.json")],
                           capture_output=True, text=True, timeout=30, cwd=tmp_path)  # fmt: skip
     assert done.returncode != 0 and "pid namespace" in done.stderr
+
+
+def test_the_harness_files_cannot_be_replaced():
+    with pytest.raises(ValueError, match="harness's own"):
+        run_files({"program.py": "", "harness.py": "print('mine')"}, FAST)

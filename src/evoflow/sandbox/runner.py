@@ -37,6 +37,7 @@ from pathlib import Path
 from evoflow.sandbox import isolation
 
 HARNESS = Path(__file__).with_name("harness.py")
+RESERVED = ("harness.py", "run.json")  # the harness and its settings, in the inbox
 STATUSES = ("passed", "failed", "timeout", "memory", "output", "crashed")
 TAIL = 4096  # bytes of stdout / stderr kept in an Outcome
 
@@ -109,6 +110,9 @@ def run_files(files: dict[str, str | bytes], limits: Limits | None = None,
     limits = limits or Limits()
     if "program.py" not in files:
         raise ValueError(f"a sandboxed project needs a program.py, got {sorted(files)}")
+    taken = sorted(set(files) & set(RESERVED))
+    if taken:
+        raise ValueError(f"sandbox file names {taken} are the harness's own")
     isolation.check()
     total = len(json.loads(files["tests.json"])) if "tests.json" in files else 0
     token = secrets.token_hex(16)
