@@ -1,5 +1,5 @@
 """A SuperNode checks the config the server sends before acting on it: the
-schema (its experiment name becomes a folder) and the hash it is pinned to."""
+schema (its experiment name becomes a folder) and the hash it must be pinned to."""
 
 from __future__ import annotations
 
@@ -32,3 +32,8 @@ def test_a_pinned_node_takes_only_its_config():
     other = {**CONFIG, "seed": CONFIG["seed"] + 1}
     with pytest.raises(ValueError, match=f"not the {pin} this SuperNode is pinned to"):
         received_config(json.dumps(other), node(config_sha256=pin))
+
+
+def test_a_node_without_a_pin_takes_no_config():
+    with pytest.raises(ValueError, match="not pinned to an experiment config"):
+        received_config(json.dumps(CONFIG), node())

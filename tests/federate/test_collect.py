@@ -18,7 +18,7 @@ from flwr.supercore.task_identity import TaskIdentity
 
 from evoflow.fed.adapters import Adapter, load_adapter
 from evoflow.federate import wire
-from evoflow.federate.server import FederationError, collect, identify
+from evoflow.federate.server import FederationError, collect, identify, readmit
 from evoflow.helmsman.runtime import RUN_ID, LocalGrid
 
 CONFIG = {"peft_type": "LORA", "r": 1, "lora_alpha": 2, "target_modules": ["q"],
@@ -103,3 +103,18 @@ def test_identify_maps_clients_to_nodes_and_names_the_missing():
         FederationError, match=r"client\(s\) wordle \(node 1: .*lacks root"
     ):
         identify(_grid(["broken", "maze"]), ["maze", "wordle"], 5)
+
+
+def test_a_restarted_supernode_is_readmitted_under_its_new_id():
+    grid = _grid(["maze", "wordle"])
+    nodes = identify(grid, ["maze", "wordle"], 5)
+    assert readmit(grid, nodes, 5) == nodes  # nothing new: nothing asked
+    # wordle's SuperNode restarts: the SuperLink lists it again under node 7,
+    # beside a node of another run
+    restarted = grid._contexts.pop(2)
+    grid._contexts[7] = Context(run_id=RUN_ID, node_id=7, node_config={"client": "wordle"},
+                                state=RecordDict(), run_config={})  # fmt: skip
+    grid._contexts[8] = Context(run_id=RUN_ID, node_id=8, node_config={"client": "other"},
+                                state=RecordDict(), run_config={})  # fmt: skip
+    assert restarted.node_config["client"] == "wordle"
+    assert readmit(grid, nodes, 5) == {"maze": 1, "wordle": 7}

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from evoflow.config import config_hash, load_config
 from evoflow.errors import EvoflowError
 from evoflow.federate.launch import (
     Federation,
@@ -22,6 +23,7 @@ from tests.workflow.conftest import ROOT
 
 pytestmark = pytest.mark.slow
 CONFIG = ROOT / "tests" / "configs" / "tiny_federate.yaml"
+PIN = config_hash(load_config(CONFIG))  # what each SuperNode is pinned to
 
 
 def _openssl(*args: str, cwd: Path) -> None:
@@ -61,7 +63,8 @@ def _deployment(tmp_path: Path, tls: Path, trusted: Path) -> tuple[Federation, s
         fed.start(f"supernode-{client}", [
             "flower-supernode", "--superlink", f"127.0.0.1:{port}",
             "--root-certificates", str(trusted), "--port", str(free_port()),
-            "--node-config", f'client="{client}" root="{root}"'], env, root)  # fmt: skip
+            "--node-config", f'client="{client}" root="{root}" config_sha256="{PIN}"'],
+            env, root)  # fmt: skip
     return fed, f"127.0.0.1:{port}"
 
 

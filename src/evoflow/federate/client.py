@@ -50,14 +50,20 @@ def site_training(method, context: Context):
 
 def received_config(text: str, context: Context) -> dict:
     """The experiment config the server sent, checked against the schema (its
-    experiment name becomes a folder here) and, where the SuperNode pins one
-    (``--node-config 'config_sha256="<hash>"'``, the hash ``evoflow
-    check-config`` prints), against that hash."""
+    experiment name becomes a folder here) and against the hash this SuperNode
+    is pinned to (``--node-config 'config_sha256="<hash>"'``, the hash
+    ``evoflow check-config`` prints). A SuperNode without a pin takes no
+    config: the server may choose only the method, the round, the uplink dtype
+    and the global adapter, never what the client runs or where it writes."""
     from evoflow.config import config_hash, validate_config
 
     config = validate_config(json.loads(text), "config sent by the server")
     pinned = str(context.node_config.get("config_sha256", ""))
-    if pinned and config_hash(config) != pinned:
+    if not pinned:
+        raise ValueError("this SuperNode is not pinned to an experiment config: add "
+                         "config_sha256=\"<hash>\" to its --node-config (the last line of "
+                         "`evoflow check-config <config>`)")  # fmt: skip
+    if config_hash(config) != pinned:
         raise ValueError(f"the server sent a config with sha256 {config_hash(config)}, "
                          f"not the {pinned} this SuperNode is pinned to")  # fmt: skip
     return config

@@ -92,6 +92,9 @@ def serve(grid: Grid, plan: Plan, summary: dict, save=lambda: None) -> None:
     layout = Layout(plan.results)
     for round in range(1, method.rounds + 1):
         started = time.perf_counter()
+        if round > 1:
+            nodes = readmit(grid, nodes, plan.join_timeout)
+            summary["nodes"] = {c: str(n) for c, n in nodes.items()}
         record = run_round(grid, plan, method, layout, nodes, round)
         seconds = round_seconds(started)
         summary["rounds"].append({"round": round, "seconds": seconds,
@@ -114,6 +117,33 @@ def identify(grid: Grid, clients: list[str], timeout: float) -> dict[str, int]:
     if len(nodes) < len(clients):
         raise FederationError(f"{len(nodes)} of {len(clients)} SuperNodes connected "
                               f"within {timeout:.0f} s (clients: {', '.join(clients)})")  # fmt: skip
+    found, problems = ask_who(grid, nodes, clients, timeout)
+    missing = [c for c in clients if c not in found]
+    if missing:
+        raise FederationError(f"no SuperNode answered for client(s) {', '.join(missing)}"
+                              + (f" ({'; '.join(problems)})" if problems else ""))  # fmt: skip
+    return {c: found[c] for c in clients}  # the config's order, as the simulation
+
+
+def readmit(grid: Grid, nodes: dict[str, int], timeout: float) -> dict[str, int]:
+    """The federation's nodes for the next round. A SuperNode that restarted
+    joins the SuperLink under a new node id: every id the SuperLink lists
+    that this federation does not know is asked who it is, and a client that
+    answers is mapped to its new node (logged). Nothing else changes."""
+    fresh = [n for n in grid.get_node_ids() if n not in set(nodes.values())]
+    if not fresh:
+        return nodes
+    found, _ = ask_who(grid, fresh, list(nodes), timeout)
+    for client, node in found.items():
+        log.warning("federation: client %s re-admitted as node %s (was %s)", client, node,
+                    nodes[client])  # fmt: skip
+    return {**nodes, **found}
+
+
+def ask_who(grid: Grid, nodes: list[int], clients: list[str],
+            timeout: float) -> tuple[dict[str, int], list[str]]:  # fmt: skip
+    """Ask ``nodes`` which client each is: ({client: node} for the first node
+    naming each of ``clients``, one line per node left out)."""
     asks = [Message(RecordDict(), n, "query") for n in nodes]
     replies = grid.send_and_receive(asks, timeout=timeout)
     node_of = {m.metadata.message_id: n for m, n in zip(asks, nodes, strict=True)}
@@ -129,11 +159,7 @@ def identify(grid: Grid, clients: list[str], timeout: float) -> dict[str, int]:
             problems.append(f"node {node} says it is {name!r}")
             continue
         found[name] = node
-    missing = [c for c in clients if c not in found]
-    if missing:
-        raise FederationError(f"no SuperNode answered for client(s) {', '.join(missing)}"
-                              + (f" ({'; '.join(problems)})" if problems else ""))  # fmt: skip
-    return {c: found[c] for c in clients}  # the config's order, as the simulation
+    return found, problems
 
 
 def task_content(plan: Plan, method, layout: Layout, round: int) -> RecordDict:
