@@ -107,32 +107,36 @@ def test_only_adapter_records_cross_the_wire(federated):
             assert not any(secret in text for secret in secrets)
 
 
-def _kill_when_round_starts(client: str, round: int, workdir: Path):
+def _kill_when_round_starts(client: str, round: int, workdir: Path, restart=False):
     started = workdir / "clients" / client / f"{RESULTS}/round={round}"
     killed = []
 
     def monitor(federation):
         if not killed and started.exists():
-            federation.stop(f"supernode-{client}")
+            if restart:
+                federation.restart(f"supernode-{client}")
+            else:
+                federation.stop(f"supernode-{client}")
             killed.append(client)
 
     return monitor
 
 
-def test_a_lost_client_leaves_the_round_with_partial_participation(tmp_path):
+def test_a_lost_client_leaves_its_round_and_is_readmitted_when_it_restarts(tmp_path):
+    # wordle's SuperNode is killed in round 1 and started again at once: it
+    # joins under a new node id, and the server takes it back for round 2
+    monitor = _kill_when_round_starts("wordle", 1, tmp_path, restart=True)
     summary = federate(CONFIG, "fedse", tmp_path, allow_partial=True, round_timeout=120,
-                       timeout=600, monitor=_kill_when_round_starts("wordle", 2, tmp_path))  # fmt: skip
+                       timeout=600, monitor=monitor)  # fmt: skip
     assert [r["participants"] for r in summary["rounds"]] == [
-        ["maze", "wordle"],
         ["maze"],
+        ["maze", "wordle"],
     ]
-    comm = json.loads((tmp_path / f"{RESULTS}/round=2/global/comm.json").read_text())
+    comm = json.loads((tmp_path / f"{RESULTS}/round=1/global/comm.json").read_text())
     assert comm["participants"] == ["maze"] and list(comm["lost"]) == ["wordle"]
     assert "Node Unavailable" in comm["lost"]["wordle"]
-    # up and down: two clients in round 1, one in round 2
-    assert (
-        comm["cumulative_bytes"]["fp32"] == 6 * comm["per_client"]["up_bytes"]["fp32"]
-    )
+    log = (tmp_path / "federation/tiny-federate/fedse/logs/run.log").read_text()
+    assert "client wordle re-admitted as node" in log
 
 
 def test_a_client_of_another_rank_is_refused_and_a_lost_one_named(tmp_path):

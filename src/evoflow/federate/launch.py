@@ -45,9 +45,11 @@ class Federation:
     folder: Path
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
     logs: dict[str, IO] = field(default_factory=dict)
+    commands: dict[str, tuple[list[str], dict, Path]] = field(default_factory=dict)
 
     def start(self, name: str, argv: list[str], env: dict, cwd: Path) -> None:
-        self.logs[name] = open(self.folder / "logs" / f"{name}.log", "w")
+        self.commands[name] = (argv, env, cwd)
+        self.logs[name] = open(self.folder / "logs" / f"{name}.log", "a")
         self.processes[name] = subprocess.Popen(
             argv, stdout=self.logs[name], stderr=subprocess.STDOUT, env=env, cwd=cwd,
             start_new_session=True,
@@ -70,6 +72,12 @@ class Federation:
             log = self.logs.pop(key, None)
             if log is not None:
                 log.close()
+
+    def restart(self, name: str) -> None:
+        """Stop one process and start it again as it was first started (its
+        log goes on)."""
+        self.stop(name)
+        self.start(name, *self.commands[name])
 
 
 def _signal_group(pid: int, sig: int) -> None:
