@@ -146,6 +146,7 @@ def test_ctypes_calls_are_refused_by_the_hook():
     not Path("/usr/bin/gcc").exists(), reason="needs gcc to build the module"
 )
 def test_a_dropped_extension_module_runs_but_stays_inside(tmp_path):
+    # gcc is part of this project's machine kind (Debian with build tools)
     target = tmp_path / "from-extension"
     source = tmp_path / "evil.c"
     source.write_text(
