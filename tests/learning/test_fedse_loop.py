@@ -14,9 +14,13 @@ Both final global adapters then play 20 held-out GoTo test tasks greedily.
 
 SFT cuts at 1,024 tokens, as the embedded default does: at 768 both
 demonstrations (869 and 931 tokens) were dropped and FedIT trained on nothing.
-At 768 on a 2-core bf16 machine (one thread, 8 min 6 s) the explored successes
-were 5, 5, 6 in rounds 1-3 (of 16 a round) and Fed-SE solved 4 of 20 held-out
-tasks to FedIT's 1; at 1,024 it passes in 10 min 12 s (it prints the counts).
+Both clients' explorations play as one batch, and both adapters' held-out
+episodes as another (each episode's sampling seed is its own). On a 2-core
+bf16 machine (one thread, 10 min 14 s) the explored successes were 7, 5, 10 in
+rounds 1-3 (of 16 a round) and Fed-SE solved 13 of 20 held-out tasks to
+FedIT's 0: FedIT's third round on one demonstration per client loses what its
+second had. With two rounds the same run gave 9 to 8 (13 min under load) and
+failed, so the guard keeps three.
 Broken once on purpose, with the success filter keeping failures
 (``selection.mask`` selecting every explored episode), it failed in round 1:
 8 episodes entered the buffer for 1 explored success.
