@@ -91,6 +91,15 @@ def test_low_variance_kl():
     assert rl.low_var_kl(T([0.0]), T([50.0])).item() == 10.0  # clamped
 
 
+def test_low_variance_kl_has_finite_gradients_across_a_100_nat_gap():
+    logp = T([0.0, -100.0]).requires_grad_()
+    ref = T([-100.0, 0.0])  # e^100 overflows fp32 without the clamp before exp
+    kl = rl.low_var_kl(logp, ref)
+    kl.sum().backward()
+    assert kl.tolist() == [10.0, 10.0]  # both past the outer clamp
+    assert torch.isfinite(logp.grad).all()
+
+
 def test_clipped_policy_loss():
     mask = T([[1.0]])
     logp, old = T([[0.5]]), T([[0.0]])  # ratio e^0.5 = 1.65, beyond 1 + 0.2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from peft import LoraConfig, get_peft_model
@@ -13,7 +15,13 @@ from evoflow.policy.hf import HFPolicy
 from evoflow.policy.models import resolve_model
 from evoflow.rollout.engine import RolloutSpec, rollout
 from evoflow.train.rl_config import RLConfig
-from evoflow.train.rl_data import TurnSequence, collate, token_logprobs, turn_sequences
+from evoflow.train.rl_data import (
+    RLBatch,
+    TurnSequence,
+    collate,
+    token_logprobs,
+    turn_sequences,
+)
 from evoflow.train.rl_update import token_advantages, update
 
 
@@ -104,3 +112,19 @@ def test_an_update_raises_the_rewarded_reply_and_lowers_the_other(estimator):
     # Assert
     assert after[0] > before[0] and after[1] < before[1]
     assert stats.tokens == int(batch.loss_mask.sum()) and stats.clip_fraction == 0.0
+
+
+def test_ppo_whitens_its_gae_advantages_over_the_batch():
+    # two one-turn trajectories of two generated tokens each, values 0, γ = λ = 1:
+    # GAE gives 1, 1 (reward 1) and 0, 0 (reward 0); returns are the same.
+    # Whitened: mean 0.5, unbiased variance (4 · 0.25) / 3 = 1/3 -> ±0.5 · √3
+    mask = torch.tensor([[0.0, 1.0, 1.0, 0.0], [0.0, 1.0, 1.0, 0.0]])
+    batch = RLBatch(torch.zeros(2, 4, dtype=torch.long), torch.ones(2, 4, dtype=torch.long),
+                    mask, torch.zeros(2, 4), torch.tensor([0, 1]))  # fmt: skip
+    advantages, returns = token_advantages(batch, torch.tensor([1.0, 0.0]), torch.tensor([0, 1]),
+                                           "ppo", values=torch.zeros(2, 4))  # fmt: skip
+    high = 0.5 * math.sqrt(3) / math.sqrt(1 + 3e-8)
+    assert advantages.flatten().tolist() == pytest.approx(
+        [0, high, high, 0, 0, -high, -high, 0], abs=1e-5
+    )
+    assert returns.flatten().tolist() == pytest.approx([0, 1, 1, 0, 0, 0, 0, 0])

@@ -15,7 +15,8 @@ veRL as AgentGym-RL uses it (``../shared/FACTS.md``):
 * Task-relative REINFORCE++ (SAGE): the same returns, whitened within each
   group's tokens only (SAGE's groups are its roles; the public code applies
   veRL's REINFORCE++ estimator to each role's batch separately).
-* PPO: GAE over token rewards and values (γ, λ).
+* PPO: GAE over token rewards and values (γ, λ); the trainer whitens the
+  advantages over the batch's valid tokens, as veRL and OpenRLHF do.
 
 Trajectory advantages are broadcast to their assistant tokens by
 :func:`broadcast`.
@@ -27,6 +28,7 @@ import torch
 
 EPS = 1e-6
 KL_CLAMP = 10.0
+LOG_RATIO_CLAMP = 20.0  # nats, before exp (veRL's): no inf, so no NaN gradient
 
 
 def _by_group(groups: torch.Tensor) -> list[torch.Tensor]:
@@ -129,9 +131,9 @@ def broadcast(advantages: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def low_var_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
-    """k3 estimator of KL(π_θ ‖ π_ref) per token: e^k − k − 1, k = ref − θ,
-    clamped to [−10, 10]."""
-    k = ref_logp - logp
+    """k3 estimator of KL(π_θ ‖ π_ref) per token: e^k − k − 1, k = ref − θ
+    clamped to [−20, 20] before ``exp``, the result clamped to [−10, 10]."""
+    k = (ref_logp - logp).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
     return (torch.exp(k) - k - 1).clamp(-KL_CLAMP, KL_CLAMP)
 
 

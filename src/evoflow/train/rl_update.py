@@ -61,7 +61,9 @@ def token_advantages(batch: RLBatch, rewards: torch.Tensor, groups: torch.Tensor
     them). With an outcome reward and γ = 1, REINFORCE++'s return is the
     trajectory's reward on each of its tokens, whitened over all of them. PPO
     runs GAE over each trajectory's generated tokens in turn order, the reward
-    on the last one (``values``: the critic's, aligned with the batch).
+    on the last one (``values``: the critic's, aligned with the batch), and
+    whitens the advantages over the batch's generated tokens (veRL's
+    ``compute_gae_advantage_return``); the returns stay raw.
     Returns ``(advantages, returns)``; ``returns`` is None except for PPO.
     """
     mask = batch.loss_mask
@@ -78,7 +80,8 @@ def token_advantages(batch: RLBatch, rewards: torch.Tensor, groups: torch.Tensor
     if estimator == "ppo":
         if values is None:
             raise ValueError("ppo needs the critic's values")
-        return _trajectory_gae(batch, rewards, values, gamma, lam)
+        advantages, returns = _trajectory_gae(batch, rewards, values, gamma, lam)
+        return rl.masked_whiten(advantages, mask), returns
     raise ValueError(f"unknown estimator {estimator!r}")
 
 
