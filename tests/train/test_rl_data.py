@@ -7,13 +7,21 @@ import dataclasses
 
 import pytest
 import torch
+from transformers import AutoModelForCausalLM
 
 from evoflow.envs import make_env
 from evoflow.policy.base import SamplingParams, prompt_ids
 from evoflow.policy.hf import HFPolicy
+from evoflow.policy.models import resolve_model
 from evoflow.rollout.engine import RolloutSpec, rollout
 from evoflow.store.schema import Message
-from evoflow.train.rl_data import collate, token_logprobs, turn_sequences
+from evoflow.train.rl_data import (
+    RLBatch,
+    collate,
+    token_logprobs,
+    token_stats,
+    turn_sequences,
+)
 from tests.helpers import make_episode
 
 
@@ -84,3 +92,32 @@ def test_turns_rendered_as_a_prefix_share_one_sequence(fp32):
     ]
     assert generated == ids[0] + ids[1]
     assert sorted(set(sequence.old_logprobs)) == [-0.5, -0.25, 0.0]
+
+
+def test_logprobs_are_those_of_each_rows_sampling_temperature():
+    # Checked against a plain teacher-forced forward: log_softmax(logits / T).
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(resolve_model("tiny-random-llama"),
+                                                 torch_dtype=torch.float32)  # fmt: skip
+    ids = torch.randint(3, 200, (2, 7))
+    mask = torch.tensor(
+        [[0, 0, 0, 1, 1, 1, 0], [0, 0, 1, 1, 1, 1, 1]], dtype=torch.float32
+    )
+    temps = torch.tensor([0.5, 2.0])
+    batch = RLBatch(ids, torch.ones_like(ids), mask, torch.zeros(2, 7), torch.tensor([0, 1]),
+                    temps)  # fmt: skip
+    stats = token_stats(model, batch, entropy=True)
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits[:, :-1] / temps[:, None, None]
+    logp = torch.log_softmax(logits, -1)
+    expected = torch.zeros(2, 7)
+    expected[:, 1:] = logp.gather(-1, ids[:, 1:, None])[..., 0] * mask[:, 1:]
+    torch.testing.assert_close(stats.logprobs.detach(), expected, atol=1e-5, rtol=1e-4)
+    entropy = torch.zeros(2, 7)
+    entropy[:, 1:] = -(logp.exp() * logp).sum(-1) * mask[:, 1:]
+    torch.testing.assert_close(stats.entropy.detach(), entropy, atol=1e-5, rtol=1e-4)
+    plain = token_stats(model, RLBatch(ids, torch.ones_like(ids), mask, torch.zeros(2, 7),
+                                       torch.tensor([0, 1])))  # fmt: skip
+    assert not torch.allclose(
+        plain.logprobs, stats.logprobs, atol=1e-3
+    )  # T matters here

@@ -128,3 +128,27 @@ def test_ppo_whitens_its_gae_advantages_over_the_batch():
         [0, high, high, 0, 0, -high, -high, 0], abs=1e-5
     )
     assert returns.flatten().tolist() == pytest.approx([0, 1, 1, 0, 0, 0, 0, 0])
+
+
+def test_the_ratio_starts_from_the_training_models_own_logprobs():
+    # The old log-probs stored with a batch (the rollout backend's) are
+    # replaced by the training model's before the first step: stored ones that
+    # are 30 nats off change nothing, and nothing is clipped on the first pass.
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model("tiny-random-llama"))
+    config = RLConfig(estimator="grpo", samples_per_task=2, learning_rate=1e-2,
+                      kl_coef=0.0, entropy_coef=0.0, micro_batch=2, update_epochs=1)  # fmt: skip
+    trained = []
+    for offset in (0.0, -30.0):
+        model = lora_model()
+        batch = two_replies(model, tokenizer)
+        batch.old_logprobs = (batch.old_logprobs + offset) * batch.loss_mask
+        optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
+                                      lr=config.learning_rate)  # fmt: skip
+        advantages, _ = token_advantages(batch, torch.tensor([1.0, 0.0]),
+                                         torch.tensor([0, 0]), "grpo")  # fmt: skip
+        stats = update(model, optimizer, batch, advantages, config)
+        assert stats.clip_fraction == 0.0
+        trained.append(
+            [p.detach().clone() for p in model.parameters() if p.requires_grad]
+        )
+    assert all(torch.equal(a, b) for a, b in zip(*trained, strict=True))

@@ -42,6 +42,7 @@ class RLBatch:
     loss_mask: torch.Tensor  # [N, L] 1 on generated tokens
     old_logprobs: torch.Tensor  # [N, L]
     trajectory: torch.Tensor  # [N]
+    temperature: torch.Tensor | None = None  # [N] each row's sampling T (None: 1)
 
 
 def turn_sequences(
@@ -123,7 +124,11 @@ def token_stats(model, batch: RLBatch, dtype=torch.float32, entropy: bool = Fals
     with torch.autocast(device_type, dtype=dtype, enabled=dtype != torch.float32):
         hidden = inner.get_decoder()(input_ids=batch.input_ids).last_hidden_state
         logits = inner.get_output_embeddings()(hidden[:, :-1][read])
-    logp_all = torch.log_softmax(logits.float(), dim=-1)
+    logits = logits.float()
+    if batch.temperature is not None:
+        rows = read.nonzero()[:, 0]  # the row of each read position, in order
+        logits = logits / batch.temperature.to(logits)[rows, None]
+    logp_all = torch.log_softmax(logits, dim=-1)
     chosen = logp_all.gather(-1, batch.input_ids[:, 1:][read][:, None])[:, 0]
     logprobs = _scatter(chosen, read)
     spread = None

@@ -324,7 +324,10 @@ def learn(learner: Learner, episodes: list[Episode], config: RLConfig, template,
     sequences = turn_sequences(learner.tokenizer, episodes, template)
     batch = collate(sequences, learner.tokenizer.pad_token_id or 0)
     device = next(learner.model.parameters()).device
-    batch = _to(batch, device)
+    sampled_at = torch.tensor(
+        [e.temperature if e.temperature > 0 else 1.0 for e in episodes]
+    )
+    batch = _to(replace(batch, temperature=sampled_at[batch.trajectory]), device)
     rewards = torch.tensor([e.reward for e in episodes], dtype=torch.float32,
                            device=device)  # fmt: skip
     names = [group(e) for e in episodes]
@@ -381,7 +384,8 @@ def update_metrics(stats) -> dict:
 def _to(batch, device):
     return replace(batch, **{k: getattr(batch, k).to(device) for k in
                              ("input_ids", "attention_mask", "loss_mask",
-                              "old_logprobs", "trajectory")})  # fmt: skip
+                              "old_logprobs", "trajectory", "temperature")
+                             if getattr(batch, k) is not None})  # fmt: skip
 
 
 def save_adapter(learner: Learner, folder: Path, model: str) -> None:

@@ -3,7 +3,9 @@
 The policy is the base model with a trainable LoRA; the reference for the KL
 term is the same model with the adapter disabled or a frozen second adapter
 (``evoflow.train.rl_reference``; never a second copy of the model). The loss is
-PPO's clipped surrogate on the sampling log-probs stored with the episodes,
+PPO's clipped surrogate against old log-probs recomputed by the training model
+before the first step (as AgentGym-RL does: the rollout backend's own, vLLM in
+bf16 say, would differ from the trainer's forward and be clipped away),
 plus ``kl_coef`` × the low-variance KL to the reference (a loss term, as veRL
 does for GRPO; not a reward penalty) and minus ``entropy_coef`` × the entropy,
 all as masked means over generated tokens.
@@ -16,7 +18,7 @@ the old values as veRL's (``value_clip`` 0.5).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -116,6 +118,7 @@ def update(model, optimizer, batch: RLBatch, advantages: torch.Tensor,
     totals = torch.zeros(5, device=device)
     rows = torch.arange(batch.input_ids.shape[0], device=device)
     tokens = batch.loss_mask.sum().clamp(min=1)
+    batch = recompute_old_logprobs(model, batch, dtype, config.micro_batch)
     for _ in range(config.update_epochs):
         optimizer.zero_grad(set_to_none=True)
         for chunk in rows.split(config.micro_batch):
@@ -133,6 +136,17 @@ def update(model, optimizer, batch: RLBatch, advantages: torch.Tensor,
         optimizer.step()
     totals /= config.update_epochs
     return UpdateStats(*totals.tolist(), tokens=int(tokens))
+
+
+def recompute_old_logprobs(model, batch: RLBatch, dtype, micro_batch: int) -> RLBatch:
+    """The batch with ``old_logprobs`` from ``model`` as it is now (no
+    gradient, in micro-batches, at each row's temperature)."""
+    parts = []
+    with torch.no_grad():
+        for chunk in torch.arange(batch.input_ids.shape[0]).split(micro_batch):
+            parts.append(token_stats(model, _select(batch, chunk.to(batch.input_ids.device)),
+                                     dtype).logprobs)  # fmt: skip
+    return replace(batch, old_logprobs=torch.cat(parts))
 
 
 def values_of(model, batch: RLBatch, dtype, critic: ValueHead) -> torch.Tensor:
@@ -174,9 +188,10 @@ def _value_loss(values, old_values, returns, mask, clip: float) -> torch.Tensor:
 
 
 def _select(batch: RLBatch, rows: torch.Tensor) -> RLBatch:
+    temperature = None if batch.temperature is None else batch.temperature[rows]
     return RLBatch(batch.input_ids[rows], batch.attention_mask[rows],
                    batch.loss_mask[rows], batch.old_logprobs[rows],
-                   batch.trajectory[rows])  # fmt: skip
+                   batch.trajectory[rows], temperature)  # fmt: skip
 
 
 __all__ = ["UpdateStats", "ValueHead", "collate", "token_advantages", "update",
