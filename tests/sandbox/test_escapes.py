@@ -280,3 +280,41 @@ def test_the_wall_clock_kill_reaches_every_descendant():
     assert outcome.status == "timeout"
     time.sleep(0.5)
     assert marker not in _host_command_lines()
+
+
+def test_the_keeper_and_its_channel_cannot_be_reached():
+    # The channel's fd number is in the readable run settings; an unhooked
+    # child tries to copy it out of init (the keeper) with pidfd_getfd and to
+    # attach with ptrace, then to write a verdict of its own.
+    code = (
+        "import ctypes, json, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "fd = json.load(open('/sandbox/in/run.json'))['collect_fd']\n"
+        "got = libc.syscall(438, os.pidfd_open(1), fd, 0)\n"  # pidfd_getfd
+        "print('pidfd_getfd', got, ctypes.get_errno(), flush=True)\n"
+        "print('ptrace', libc.ptrace(16, 1, 0, 0), ctypes.get_errno(), flush=True)\n"  # ATTACH
+        "if got >= 0:\n"
+        "    os.write(got, json.dumps({'verdict': {'how': 'exit:0', 'passed': 2,"
+        " 'total': 2}}).encode() + b'\\n')\n"
+    )
+    program = unhooked(code) + "\nimport os\nos._exit(0)\n"
+    outcome = run_python(program + "\ndef inc(x):\n    return x + 1\n",
+                         ["assert inc(1) == 2", "assert inc(1) == 3"], FAST)  # fmt: skip
+    assert (
+        "pidfd_getfd -1 1" in outcome.stdout and "ptrace -1 1" in outcome.stdout
+    )  # EPERM
+    assert not outcome.ok and outcome.passed == 0
+
+
+def test_dev_is_read_only_and_dev_shm_is_capped():
+    code = (
+        "import os\nfor d in ('/dev', '/dev/shm'):\n    written = 0\n"
+        "    try:\n        for i in range(1000):\n"
+        "            with open(f'{d}/f{i}', 'wb') as f:\n                f.write(b'x' * 2**19)\n"
+        "            written += 2**19\n"
+        "    except OSError as e:\n        print(d, written, e.strerror, flush=True)\n"
+    )
+    outcome = attack(code)
+    assert "/dev 0 Read-only file system" in outcome.stdout
+    shm = [line for line in outcome.stdout.splitlines() if line.startswith("/dev/shm ")]
+    assert shm and int(shm[0].split()[1]) <= FAST.disk_mb * 2**20, shm

@@ -3,6 +3,7 @@ and never a hung test."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -12,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evoflow.sandbox import Limits, SandboxUnavailable, isolation, run_files, run_python
-from evoflow.sandbox.runner import HARNESS
+from evoflow.sandbox.runner import HARNESS, _receive
 
 FAST = Limits(seconds=3.0, memory_mb=512, output_kb=64)
 
@@ -127,3 +128,23 @@ def test_the_harness_refuses_to_run_outside_its_namespace(tmp_path):
 def test_the_harness_files_cannot_be_replaced():
     with pytest.raises(ValueError, match="harness's own"):
         run_files({"program.py": "", "harness.py": "print('mine')"}, FAST)
+
+
+@pytest.mark.parametrize(
+    "stream",
+    [
+        b'{"name": "a", "size": 0}}',  # a header without its newline
+        b'{"name": "a", "size": -5}\nxyz',  # a size pointing back
+        b'{"name": "a", "size": 99}\nshort',  # fewer bytes than announced
+        b'{"name": "a", "size": 1}\nx{"verdict": {"how": 3, "passed": 1, "total": 1}}\n',
+        b"x" * 10_000,  # no header at all
+    ],
+)
+def test_a_malformed_stream_from_the_keeper_ends_the_reading(stream):
+    read, write = os.pipe()
+    os.write(write, stream)
+    os.close(write)
+    sent: dict = {"files": {}, "verdict": None}
+    _receive(read, 2**20, sent)  # returns: never loops on a bad header
+    assert sent["verdict"] is None
+    assert all(len(v) <= 1 for v in sent["files"].values())

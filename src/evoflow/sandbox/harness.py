@@ -2,19 +2,16 @@
 /sandbox/in/run.json``, started by ``evoflow.sandbox.runner`` within the OS
 boundary of ``evoflow.sandbox.isolation`` and never imported by evoflow.
 
-Two processes share the work. The keeper (this process) lowers the resource
-limits, copies the project into the working folder, and forks the worker,
-which runs ``program.py`` and then each test snippet. The keeper never runs
-untrusted code. When the worker has ended, the keeper:
-
-- kills every other process left in the sandbox (its pid namespace);
-- reads the host's one-time token from stdin. The worker pointed its stdin
-  at ``/dev/null`` before anything ran, so the token never enters the
-  process that runs the program;
-- sends the files the host asked for on the collection pipe;
-- prints its last line: ``TOKEN HOW PASSED TOTAL``. HOW is how the worker
-  ended (``exit:N`` or ``signal:N``). PASSED is -1 unless the worker reported
-  with the keeper's per-run secret, which it does only after every test ran.
+Two processes share the work. The keeper (this process) is init of the run's
+pid namespace and cannot be traced by anything else there. It lowers the
+resource limits, copies the project into the working folder, and forks the
+worker, which runs ``program.py`` and then each test snippet. The keeper never
+runs untrusted code and alone holds the channel to the host (an inherited pipe
+the worker closes before anything runs). When the worker has ended, the
+keeper kills every other process left in the sandbox. It then sends the files
+the host asked for, and last the verdict: how the worker ended (``exit:N`` or
+``signal:N``) and the tests passed. That count is -1 unless the worker reported
+with the keeper's per-run secret, which it does only after every test ran.
 
 The worker binds everything it relies on (``compile``, ``exec``,
 ``os.write``, ``os._exit``, the builtins) before the program runs, so a
@@ -23,8 +20,12 @@ runs in a copy of the program's namespace. That copy has the builtins as they
 were before the program ran, and leaves out any name the program defined over
 a builtin. The audit hook is defence in depth behind the OS boundary: no files
 outside the folder (the interpreter's installation may be read), no sockets,
-no new processes, no signals, no calls through ``ctypes``, and no reaching
-the harness's memory (frames of generators, ``gc``, tracing).
+no new processes, no signals, no calls through ``ctypes``, no ``gc``, tracing
+or generator frames. The secret lives in the worker, so a program that walks
+the interpreter's frames back into the worker (``sys._getframe``,
+``tb_frame.f_back``: left open, as logging and ``namedtuple`` need them) can
+still report a count it did not earn. Only the verdict's channel is out of its
+reach.
 """
 
 import builtins
@@ -56,34 +57,31 @@ WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 
 def main(config_path: str) -> None:
-    if os.getpid() != 2:  # bwrap's init is 1 in the run's own pid namespace
-        sys.exit("the sandbox harness runs only inside its own pid namespace")
+    if os.getpid() != 1:  # bwrap --as-pid-1: the keeper is init of the run's namespace
+        sys.exit("the sandbox harness runs only as init of its own pid namespace")
+    _undumpable()  # before the fork: nothing the program starts may ptrace the keeper
     with open(config_path) as handle:
         config = json.load(handle)
     _lower_limits(config["limits"])
     shutil.copytree(INBOX, ".", dirs_exist_ok=True, ignore=lambda _, names: OWN)
-    secret = secrets.token_hex(16)
+    secret, channel = secrets.token_hex(16), config["collect_fd"]
     report_r, report_w = os.pipe()
     worker = os.fork()
     if worker == 0:
-        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
         os.close(report_r)
-        os.close(config["collect_fd"])
+        os.close(channel)  # only the keeper can write to the host
         _work(report_w, secret)
     os.close(report_w)
-    _undumpable()
     how = _ended(os.waitpid(worker, 0)[1])
     try:
-        os.kill(-1, signal.SIGKILL)  # every process here but this one and init
+        os.kill(-1, signal.SIGKILL)  # every process here but init, the keeper
     except ProcessLookupError:
         pass  # none was left
     report = os.read(report_r, 256).decode(errors="replace").split()
-    token = sys.stdin.readline().strip()
-    _send(config["collect_fd"], config["collect"])
     total = int(config["tests"])
     honest = len(report) == 3 and report[0] == secret and report[2] == str(total)
     passed = int(report[1]) if honest and report[1].isdigit() else -1
-    os.write(1, f"\n{token} {how} {passed} {total}\n".encode())
+    _send(channel, config["collect"], {"how": how, "passed": passed, "total": total})
 
 
 def _lower_limits(limits: dict) -> None:
@@ -92,8 +90,8 @@ def _lower_limits(limits: dict) -> None:
 
 
 def _undumpable() -> None:
-    """Keep the keeper's memory (token, secret) from ``ptrace`` by a process
-    the program started."""
+    """Keep the keeper (its memory, its channel to the host) from ``ptrace``
+    and ``pidfd_getfd`` by any process the program starts."""
     import ctypes
 
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
@@ -105,21 +103,25 @@ def _ended(status: int) -> str:
     return f"exit:{os.waitstatus_to_exitcode(status)}"
 
 
-def _send(fd: int, names: list) -> None:
-    """Each file ``names`` lists that the run left, as a JSON header line
-    and its bytes (links and folders are not sent)."""
-    with os.fdopen(fd, "wb") as pipe:
+def _send(fd: int, names: list, verdict: dict) -> None:
+    """To the host: each file ``names`` lists that the run left, as a JSON
+    header line and its bytes (links, folders and pipes are not sent), then
+    the verdict's header line."""
+    with os.fdopen(fd, "wb") as channel:
         for name in names:
             try:
-                handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW)
+                handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
             except OSError:
                 continue
             with os.fdopen(handle, "rb") as source:
                 if not stat.S_ISREG(os.fstat(handle).st_mode):
                     continue
                 data = source.read()
-            pipe.write(json.dumps({"name": name, "size": len(data)}).encode() + b"\n")
-            pipe.write(data)
+            channel.write(
+                json.dumps({"name": name, "size": len(data)}).encode() + b"\n"
+            )
+            channel.write(data)
+        channel.write(json.dumps({"verdict": verdict}).encode() + b"\n")
 
 
 def _work(report: int, secret: str) -> None:

@@ -6,13 +6,17 @@ a new session, and death with its parent. Inside, the file system is only
 ``/usr`` and the interpreter's installation (read-only), the run's inputs
 (read-only, at ``/sandbox/in``), a size-capped private ``/tmp`` and working
 directory (``/sandbox/work``, where the program writes), and a minimal
-``/dev``. No ``/proc`` and no ``/sys`` are mounted, so nothing of the host's
-processes is visible. The environment is cleared.
+``/dev`` (read-only, but for a size-capped ``/dev/shm``). No ``/proc`` and no
+``/sys`` are mounted, so nothing of the host's processes is visible. The
+environment is cleared. The harness runs as init of the pid namespace
+(``--as-pid-1``): no bwrap process inside holds the run's file descriptors.
 
 ``process_cap`` bounds the number of processes and threads. A caller that is
-not root gets ``RLIMIT_NPROC``, set by the harness; Linux counts it per user
-namespace. Linux exempts root from ``RLIMIT_NPROC``, so a root caller gets a
-child cgroup with ``pids.max`` (cgroup v1 or v2) instead.
+not root gets ``RLIMIT_NPROC``, set by the harness; Linux (5.14 and later)
+counts it per user namespace. Linux exempts root from ``RLIMIT_NPROC``, so a
+root caller gets a child cgroup with ``pids.max`` instead. That needs the
+cgroup v1 pids controller, or a v2 cgroup of its own with ``pids`` enabled for
+children.
 
 Where either cannot start, the run is refused with ``SandboxUnavailable``.
 There is no fallback to weaker isolation.
@@ -45,15 +49,16 @@ def command(inbox: Path, disk_bytes: int) -> list[str]:
     ``inbox`` read-only at ``INBOX`` and ``disk_bytes`` of writable space in
     each of ``WORKDIR`` and ``/tmp``."""
     args = [_bwrap(), "--unshare-all", "--unshare-user", "--disable-userns",
-            "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL",
+            "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL", "--as-pid-1",
             "--die-with-parent", "--new-session", "--clearenv",
             "--hostname", "sandbox"]  # fmt: skip
     args += _system_mounts()
     for prefix in _interpreter_roots():
         args += ["--ro-bind", prefix, prefix]
     args += ["--ro-bind", str(inbox), INBOX, "--dev", "/dev"]
-    for folder in (WORKDIR, "/tmp"):
+    for folder in (WORKDIR, "/tmp", "/dev/shm"):
         args += ["--size", str(disk_bytes), "--tmpfs", folder]
+    args += ["--remount-ro", "/dev"]
     env = {"PATH": "/usr/bin:/bin", "HOME": WORKDIR, "TMPDIR": "/tmp",
            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "LANG": "C.UTF-8"}  # fmt: skip
     for name, value in env.items():
@@ -77,10 +82,11 @@ def _system_mounts() -> list[str]:
 
 def _interpreter_roots() -> list[str]:
     """The folders this interpreter runs from (a virtual environment and its
-    base installation), outermost first, none inside ``/usr``."""
-    roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
-                                           sys.base_exec_prefix)}  # fmt: skip
-    roots.add(os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))))
+    base installation, each as named and as resolved), outermost first, none
+    inside ``/usr``."""
+    named = (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+             os.path.dirname(os.path.dirname(sys.executable)))  # fmt: skip
+    roots = {os.path.abspath(p) for p in named} | {os.path.realpath(p) for p in named}
     kept = [r for r in sorted(roots) if not r.startswith("/usr/") and r != "/usr"]
     return [
         r for r in kept if not any(r.startswith(o + os.sep) for o in kept if o != r)
@@ -100,9 +106,9 @@ def _bwrap() -> str:
 
 @functools.cache
 def check() -> None:
-    """Start an empty sandbox once per process; raise ``SandboxUnavailable``
-    naming why, where it cannot start."""
-    probe = [*command(Path("/usr"), 2**20), "/usr/bin/true"]
+    """Start this interpreter in an empty sandbox once per process; raise
+    ``SandboxUnavailable`` naming why, where it cannot start."""
+    probe = [*command(Path("/usr"), 2**20), sys.executable, "-I", "-c", "pass"]
     try:
         done = subprocess.run(probe, capture_output=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as error:

@@ -12,18 +12,17 @@ writable folder, a process cap). Within the boundary:
   depth;
 - the host kills the whole sandbox at the wall-clock limit.
 
-The files a caller asks to ``collect`` come back on a pipe, capped at the
-disk limit. A run passes only when the harness's last line carries the host's
-one-time token, which never enters the process that runs the program, with a
-count the worker reported after every test ran. Exit code 0 alone proves
-nothing.
+The keeper process of the harness alone holds a pipe to the host. On it
+come the files a caller asks to ``collect`` (capped at the disk limit) and
+last its verdict: how the worker that ran the program ended, and how many
+tests it reported passed after every test ran. A run passes only with that
+verdict. Exit code 0 and anything the program prints prove nothing.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 import signal
 import subprocess
@@ -40,6 +39,7 @@ HARNESS = Path(__file__).with_name("harness.py")
 RESERVED = ("harness.py", "run.json")  # the harness and its settings, in the inbox
 STATUSES = ("passed", "failed", "timeout", "memory", "output", "crashed")
 TAIL = 4096  # bytes of stdout / stderr kept in an Outcome
+HEADER = 4096  # longest header line the keeper sends
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,6 @@ def run_files(files: dict[str, str | bytes], limits: Limits | None = None,
         raise ValueError(f"sandbox file names {taken} are the harness's own")
     isolation.check()
     total = len(json.loads(files["tests.json"])) if "tests.json" in files else 0
-    token = secrets.token_hex(16)
     with tempfile.TemporaryDirectory(prefix="evoflow-sandbox-") as home:
         root = Path(home)
         inbox = root / "in"
@@ -128,14 +127,14 @@ def run_files(files: dict[str, str | bytes], limits: Limits | None = None,
         shutil.copy(HARNESS, inbox / "harness.py")
         wanted = [n for n in collect if n not in ("stdout", "stderr")]
         started = time.perf_counter()
-        timed_out, sent = _execute(root, token, limits, wanted, total)
+        timed_out, sent = _execute(root, limits, wanted, total)
         seconds = time.perf_counter() - started
         out, err = _tail(root / "stdout"), _tail(root / "stderr")
         kept = {
             n: (root / n).read_bytes() for n in collect if n in ("stdout", "stderr")
         }
-    kept.update({n: data for n, data in sent.items() if n in wanted})
-    return _outcome(token, out, err, timed_out, seconds, total), kept
+    kept.update({n: data for n, data in sent["files"].items() if n in wanted})
+    return _outcome(sent["verdict"], out, err, timed_out, seconds, total), kept
 
 
 def _inside(root: Path, name: str) -> Path:
@@ -145,39 +144,44 @@ def _inside(root: Path, name: str) -> Path:
     return target
 
 
-def _execute(root: Path, token: str, limits: Limits, collect: list[str],
-             total: int) -> tuple[bool, dict[str, bytes]]:  # fmt: skip
+def _execute(root: Path, limits: Limits, collect: list[str],
+             total: int) -> tuple[bool, dict]:  # fmt: skip
     """Run the harness in the sandbox; whether the wall clock stopped it, and
-    the files it sent back."""
+    what the keeper sent back (``files`` and its ``verdict``, None if none)."""
     disk = limits.disk_mb * 2**20
+    sent: dict = {"files": {}, "verdict": None}
     pipe_r, pipe_w = os.pipe()
-    config = {"collect": collect, "collect_fd": pipe_w, "tests": total,
-              "limits": _rlimits(limits)}  # fmt: skip
-    (root / "in" / "run.json").write_text(json.dumps(config))
-    command = [*isolation.command(root / "in", disk), sys.executable, "-I",
-               f"{isolation.INBOX}/harness.py", f"{isolation.INBOX}/run.json"]  # fmt: skip
-    received: dict[str, bytes] = {}
-    reader = threading.Thread(
-        target=_receive, args=(pipe_r, disk, received), daemon=True
-    )
-    with (open(root / "stdout", "wb") as out, open(root / "stderr", "wb") as err,
-          isolation.process_cap(limits.processes) as prefix):  # fmt: skip
-        try:
+    reader = threading.Thread(target=_receive, args=(pipe_r, disk, sent), daemon=True)
+    handed = False  # pipe_r belongs to the reader once it runs
+    try:
+        config = {"collect": collect, "collect_fd": pipe_w, "tests": total,
+                  "limits": _rlimits(limits)}  # fmt: skip
+        (root / "in" / "run.json").write_text(json.dumps(config))
+        command = [*isolation.command(root / "in", disk), sys.executable, "-I",
+                   f"{isolation.INBOX}/harness.py", f"{isolation.INBOX}/run.json"]  # fmt: skip
+        with (open(root / "stdout", "wb") as out, open(root / "stderr", "wb") as err,
+              isolation.process_cap(limits.processes) as prefix):  # fmt: skip
             process = subprocess.Popen(
-                [*prefix, *command], stdin=subprocess.PIPE, stdout=out, stderr=err,
+                [*prefix, *command], stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                 pass_fds=(pipe_w,), start_new_session=True,
             )  # fmt: skip
-        finally:
             os.close(pipe_w)
-        reader.start()
-        try:
-            process.communicate(f"{token}\n".encode(), timeout=limits.seconds)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            _kill_group(process)
-            timed_out = True
+            pipe_w = -1
+            reader.start()
+            handed = True
+            try:
+                process.wait(timeout=limits.seconds)
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                _kill_group(process)
+                timed_out = True
+    finally:
+        if pipe_w >= 0:
+            os.close(pipe_w)
+        if not handed:
+            os.close(pipe_r)
     reader.join(timeout=10)
-    return timed_out, received
+    return timed_out, sent
 
 
 def _rlimits(limits: Limits) -> dict[str, int]:
@@ -186,26 +190,38 @@ def _rlimits(limits: Limits) -> dict[str, int]:
             "RLIMIT_NOFILE": 64, "RLIMIT_NPROC": limits.processes}  # fmt: skip
 
 
-def _receive(fd: int, cap: int, into: dict[str, bytes]) -> None:
-    """Read the harness's collected files (a JSON header line, then the
-    bytes, per file), keeping at most ``cap`` bytes; a malformed stream ends
-    the reading."""
+def _receive(fd: int, cap: int, into: dict) -> None:
+    """Read what the keeper sends (per file a JSON header line and its bytes,
+    then the verdict's header line), at most ``cap`` bytes; a malformed
+    stream ends the reading and keeps no verdict."""
     data = bytearray()
     with os.fdopen(fd, "rb") as pipe:
         while chunk := pipe.read(65536):
-            if len(data) + len(chunk) > cap:
+            if len(data) + len(chunk) > cap + HEADER:
                 return
             data += chunk
     at = 0
     while at < len(data):
-        end = data.find(b"\n", at)
+        end = data.find(b"\n", at, at + HEADER)
         try:
-            header = json.loads(data[at:end])
+            header = json.loads(data[at:end]) if end >= 0 else None
+            if isinstance(header, dict) and set(header) == {"verdict"}:
+                into["verdict"] = _verdict(header["verdict"])
+                return
             name, size = str(header["name"]), int(header["size"])
         except (ValueError, KeyError, TypeError):
             return
-        into[name] = bytes(data[end + 1 : end + 1 + size])
+        if not 0 <= size <= len(data) - end - 1:
+            return
+        into["files"][name] = bytes(data[end + 1 : end + 1 + size])
         at = end + 1 + size
+
+
+def _verdict(verdict) -> dict:
+    how, passed, total = verdict["how"], int(verdict["passed"]), int(verdict["total"])
+    if not isinstance(how, str):
+        raise TypeError("a verdict's 'how' is text")
+    return {"how": how, "passed": passed, "total": total}
 
 
 def _kill_group(process: subprocess.Popen) -> None:
@@ -223,14 +239,12 @@ def _tail(path: Path, size: int = TAIL) -> str:
         return handle.read().decode("utf-8", errors="replace")
 
 
-def _outcome(token, out, err, timed_out, seconds, total) -> Outcome:
-    body, _, last = out.rstrip("\n").rpartition("\n")
-    fields = last.split()
-    signed = len(fields) == 4 and fields[0] == token
-    how = fields[1] if signed else ""
+def _outcome(verdict, out, err, timed_out, seconds, total) -> Outcome:
+    how = verdict["how"] if verdict else ""
     returncode = _returncode(how)
-    finished = signed and how == "exit:0" and fields[2].isdigit()
-    passed = int(fields[2]) if finished else 0
+    finished = (verdict is not None and how == "exit:0" and verdict["passed"] >= 0
+                and verdict["total"] == total)  # fmt: skip
+    passed = verdict["passed"] if finished else 0
     if finished:
         status = "passed" if passed == total else "failed"
     elif timed_out or returncode == -signal.SIGXCPU:
@@ -241,8 +255,7 @@ def _outcome(token, out, err, timed_out, seconds, total) -> Outcome:
         status = "memory"
     else:
         status = "crashed"
-    return Outcome(status, passed, total, round(seconds, 4), returncode,
-                   body if signed else out, err, True)  # fmt: skip
+    return Outcome(status, passed, total, round(seconds, 4), returncode, out, err, True)
 
 
 def _returncode(how: str) -> int | None:
