@@ -177,10 +177,16 @@ def parse_judgement(reply: str) -> tuple[bool, str]:
     return passed, reason or ("" if passed else "no reason given")
 
 
-def debugger(modules: dict[str, str], report: str, log_tail: str) -> list[dict]:
+def debugger(modules: dict[str, str], report: str, log_tail: str,
+             attempt: int = 1) -> list[dict]:  # fmt: skip
+    """The Debugger's prompt for repair ``attempt`` (1-based). From the second
+    on it says the earlier repairs failed, so a repeated failure is never the
+    same question (nor the same cached call) as the one before."""
     code = _listing(modules)
+    earlier = (f"This is repair attempt {attempt}: the {attempt - 1} before it did not "
+               "fix the run, so try something else.\n\n") if attempt > 1 else ""  # fmt: skip
     text = (f"{CONTRACT}\n\nThe codebase:\n{code}\n\nIts run was diagnosed:\n{report}\n\n"
-            f"End of its log:\n{log_tail}\n\nFix it with targeted changes that keep the "
+            f"End of its log:\n{log_tail}\n\n{earlier}Fix it with targeted changes that keep the "
             "functions' signatures. Reply with each module you change, whole, in a "
             "```python block whose first line is `# file: <name>.py`.")  # fmt: skip
     return [{"role": "user", "content": text}]

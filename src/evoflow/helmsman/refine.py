@@ -69,7 +69,7 @@ def _attempt(folder, number, modules, run_inputs, llm, limits, previous, plan) -
     if previous is not None:
         try:
             reply = llm.ask("debugger", agents.debugger(
-                modules, previous["report"], previous["log_tail"]))  # fmt: skip
+                modules, previous["report"], previous["log_tail"], number))  # fmt: skip
             modules = {**modules, **agents.parse_patch(reply)}
         except (ReplyError, PolicyError) as error:
             # the code is unchanged: keep the last run's problems and log for the next try
