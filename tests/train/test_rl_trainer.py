@@ -31,6 +31,7 @@ from evoflow.train.rl_trainer import (
     STATE,
     Span,
     TaskPool,
+    first_groups,
     mixed_groups,
     run_span,
 )
@@ -193,6 +194,44 @@ def test_dynamic_sampling_keeps_only_groups_whose_rewards_differ():
                 for k, (t, r) in enumerate([("100", 1.0), ("100", 0.0), ("101", 0.0),
                                              ("101", 0.0), ("102", 1.0), ("102", 1.0)])]  # fmt: skip
     assert [e.episode_id for e in mixed_groups(episodes)] == ["100-0", "100-1"]
+
+
+def test_dynamic_sampling_fills_the_step_to_its_size_not_past_it():
+    # three mixed groups arrive, the step takes two: the first two, whole
+    pairs = [("100", 1.0), ("100", 0.0), ("103", 0.0), ("103", 1.0), ("105", 1.0),
+             ("105", 0.0)]  # fmt: skip
+    episodes = [make_episode(0, task_id=t, reward=r, episode_id=f"{t}-{k}")
+                for k, (t, r) in enumerate(pairs)]  # fmt: skip
+    kept = first_groups(mixed_groups(episodes), 2)
+    assert [e.episode_id for e in kept] == ["100-0", "100-1", "103-2", "103-3"]
+
+
+def test_a_draw_past_the_step_size_adds_only_what_the_step_still_needs(monkeypatch):
+    # draw 1 brings one mixed group, draw 2 two more: the step keeps two groups
+    from evoflow.train import rl_trainer
+
+    def scripted_play(policy, factories, jobs, width, progress=False):
+        return [make_episode(0, task_id=job.task, reward=float(job.sample),
+                             episode_id=f"{job.task}-{job.sample}", env="doors")
+                for job in jobs if job.task != "flat"] + [
+            make_episode(0, task_id="flat", reward=0.0, episode_id=f"flat-{job.sample}",
+                         env="doors") for job in jobs if job.task == "flat"]  # fmt: skip
+
+    monkeypatch.setattr(rl_trainer, "play", scripted_play)
+    draws = iter([["100", "flat"], ["101", "102"]])
+    monkeypatch.setattr(
+        rl_trainer, "_draw", lambda *a: [("doors", t) for t in next(draws)]
+    )
+    monkeypatch.setattr(rl_trainer, "_usable", lambda e: True)
+    pool = TaskPool(
+        {"doors": DoorsEnv}, [("doors", t) for t in ("100", "101", "102", "flat")]
+    )
+    config = RLConfig(
+        samples_per_task=2, tasks_per_step=2, dynamic_sampling=True, max_draws=3
+    )
+    _, train, drawn = rl_trainer._rollouts(None, pool, span(0, 1), config, 0, None)
+    assert drawn == 2
+    assert sorted({e.task_id for e in train}) == ["100", "101"]
 
 
 class ScriptedDoors(DoorsEnv):

@@ -238,7 +238,9 @@ def _rollouts(policy: Policy, pool: TaskPool, span: Span, config: RLConfig,
     Without dynamic sampling one batch is drawn and every usable sample trains.
     With it, only groups whose rewards differ train (a flat group has zero
     advantage), and batches of fresh tasks are drawn until ``tasks_per_step``
-    such groups or ``max_draws`` batches.
+    such groups or ``max_draws`` batches; a draw that brings more than the
+    step still needs adds only the first of them (DAPO fills the batch to its
+    size, never past it).
     """
     episodes, train, seen, draws = [], [], set(), 0
     for draw in range(config.max_draws if config.dynamic_sampling else 1):
@@ -254,7 +256,18 @@ def _rollouts(policy: Policy, pool: TaskPool, span: Span, config: RLConfig,
         train += mixed_groups(usable) if config.dynamic_sampling else usable
         if len({_group(e) for e in train}) >= config.tasks_per_step:
             break
+    if config.dynamic_sampling:
+        train = first_groups(train, config.tasks_per_step)
     return episodes, train, draws
+
+
+def first_groups(episodes: list[Episode], count: int) -> list[Episode]:
+    """The episodes of the first ``count`` groups, in the order they appear."""
+    kept: list[str] = []
+    for e in episodes:
+        if _group(e) not in kept and len(kept) < count:
+            kept.append(_group(e))
+    return [e for e in episodes if _group(e) in kept]
 
 
 def mixed_groups(episodes: list[Episode]) -> list[Episode]:
