@@ -108,13 +108,15 @@ def test_identify_maps_clients_to_nodes_and_names_the_missing():
 def test_a_restarted_supernode_is_readmitted_under_its_new_id():
     grid = _grid(["maze", "wordle"])
     nodes = identify(grid, ["maze", "wordle"], 5)
-    assert readmit(grid, nodes, 5) == nodes  # nothing new: nothing asked
-    # wordle's SuperNode restarts: the SuperLink lists it again under node 7,
-    # beside a node of another run
+    asked = set(nodes.values())
+    assert readmit(grid, nodes, 5, asked) == nodes  # nothing new: nothing asked
+    # wordle's SuperNode restarts under node 7; node 8 claims to be maze, whose
+    # node 1 is alive, and node 9 belongs to another run
     restarted = grid._contexts.pop(2)
-    grid._contexts[7] = Context(run_id=RUN_ID, node_id=7, node_config={"client": "wordle"},
-                                state=RecordDict(), run_config={})  # fmt: skip
-    grid._contexts[8] = Context(run_id=RUN_ID, node_id=8, node_config={"client": "other"},
-                                state=RecordDict(), run_config={})  # fmt: skip
+    for node, name in ((7, "wordle"), (8, "maze"), (9, "other")):
+        grid._contexts[node] = Context(run_id=RUN_ID, node_id=node,
+                                       node_config={"client": name}, state=RecordDict(),
+                                       run_config={})  # fmt: skip
     assert restarted.node_config["client"] == "wordle"
-    assert readmit(grid, nodes, 5) == {"maze": 1, "wordle": 7}
+    assert readmit(grid, nodes, 5, asked) == {"maze": 1, "wordle": 7}
+    assert asked == {1, 2, 7, 8, 9}  # each asked once

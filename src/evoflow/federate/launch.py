@@ -47,9 +47,11 @@ class Federation:
     logs: dict[str, IO] = field(default_factory=dict)
     commands: dict[str, tuple[list[str], dict, Path]] = field(default_factory=dict)
 
-    def start(self, name: str, argv: list[str], env: dict, cwd: Path) -> None:
+    def start(
+        self, name: str, argv: list[str], env: dict, cwd: Path, mode: str = "w"
+    ) -> None:
         self.commands[name] = (argv, env, cwd)
-        self.logs[name] = open(self.folder / "logs" / f"{name}.log", "a")
+        self.logs[name] = open(self.folder / "logs" / f"{name}.log", mode)
         self.processes[name] = subprocess.Popen(
             argv, stdout=self.logs[name], stderr=subprocess.STDOUT, env=env, cwd=cwd,
             start_new_session=True,
@@ -77,7 +79,7 @@ class Federation:
         """Stop one process and start it again as it was first started (its
         log goes on)."""
         self.stop(name)
-        self.start(name, *self.commands[name])
+        self.start(name, *self.commands[name], mode="a")
 
 
 def _signal_group(pid: int, sig: int) -> None:

@@ -89,11 +89,11 @@ def serve(grid: Grid, plan: Plan, summary: dict, save=lambda: None) -> None:
     clients = list(plan.config["envs"])
     nodes = identify(grid, clients, plan.join_timeout)
     summary["nodes"] = {c: str(n) for c, n in nodes.items()}
-    layout = Layout(plan.results)
+    layout, asked = Layout(plan.results), set(nodes.values())
     for round in range(1, method.rounds + 1):
         started = time.perf_counter()
         if round > 1:
-            nodes = readmit(grid, nodes, plan.join_timeout)
+            nodes = readmit(grid, nodes, plan.join_timeout, asked)
             summary["nodes"] = {c: str(n) for c, n in nodes.items()}
         record = run_round(grid, plan, method, layout, nodes, round)
         seconds = round_seconds(started)
@@ -125,19 +125,30 @@ def identify(grid: Grid, clients: list[str], timeout: float) -> dict[str, int]:
     return {c: found[c] for c in clients}  # the config's order, as the simulation
 
 
-def readmit(grid: Grid, nodes: dict[str, int], timeout: float) -> dict[str, int]:
+def readmit(grid: Grid, nodes: dict[str, int], timeout: float,
+            asked: set[int]) -> dict[str, int]:  # fmt: skip
     """The federation's nodes for the next round. A SuperNode that restarted
-    joins the SuperLink under a new node id: every id the SuperLink lists
-    that this federation does not know is asked who it is, and a client that
-    answers is mapped to its new node (logged). Nothing else changes."""
-    fresh = [n for n in grid.get_node_ids() if n not in set(nodes.values())]
-    if not fresh:
+    joins the SuperLink under a new node id: every id the SuperLink lists that
+    was never asked (``asked`` keeps them) is asked who it is, and a client
+    whose old node is gone and that exactly one new node claims is mapped to
+    it (logged). A live client is never moved; a failed query changes nothing."""
+    try:
+        listed = set(grid.get_node_ids())
+        fresh = sorted(listed - set(nodes.values()) - asked)
+        asked.update(fresh)
+        if not fresh:
+            return nodes
+        found, problems = ask_who(grid, fresh, list(nodes), timeout)
+    except Exception as exc:  # noqa: BLE001 - the round goes on with the nodes it has
+        log.warning("federation: could not ask new nodes who they are (%s)", exc)
         return nodes
-    found, _ = ask_who(grid, fresh, list(nodes), timeout)
-    for client, node in found.items():
+    for problem in problems:
+        log.warning("federation: a new node left out: %s", problem)
+    moved = {c: n for c, n in found.items() if nodes[c] not in listed}
+    for client, node in moved.items():
         log.warning("federation: client %s re-admitted as node %s (was %s)", client, node,
                     nodes[client])  # fmt: skip
-    return {**nodes, **found}
+    return {**nodes, **moved}
 
 
 def ask_who(grid: Grid, nodes: list[int], clients: list[str],

@@ -140,12 +140,16 @@ def update(model, optimizer, batch: RLBatch, advantages: torch.Tensor,
 
 def recompute_old_logprobs(model, batch: RLBatch, dtype, micro_batch: int) -> RLBatch:
     """The batch with ``old_logprobs`` from ``model`` as it is now (no
-    gradient, in micro-batches, at each row's temperature)."""
-    parts = []
-    with torch.no_grad():
-        for chunk in torch.arange(batch.input_ids.shape[0]).split(micro_batch):
-            parts.append(token_stats(model, _select(batch, chunk.to(batch.input_ids.device)),
-                                     dtype).logprobs)  # fmt: skip
+    gradient, no dropout, in micro-batches, at each row's temperature)."""
+    parts, training = [], model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            for chunk in torch.arange(batch.input_ids.shape[0]).split(micro_batch):
+                rows = chunk.to(batch.input_ids.device)
+                parts.append(token_stats(model, _select(batch, rows), dtype).logprobs)
+    finally:
+        model.train(training)
     return replace(batch, old_logprobs=torch.cat(parts))
 
 
