@@ -7,6 +7,7 @@ the reason."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,11 @@ def test_a_restarted_supernode_is_readmitted_under_its_new_id():
     assert restarted.node_config["client"] == "wordle"
     assert readmit(grid, nodes, 5, asked) == {"maze": 1, "wordle": 7}
     assert asked == {1, 2, 7, 8, 9}  # each asked once
+    # wordle's node goes and nothing takes its place: wait at most the timeout
+    grid._contexts.pop(7)
+    started = time.monotonic()
+    assert readmit(grid, {"maze": 1, "wordle": 7}, 1.0, asked) == {
+        "maze": 1,
+        "wordle": 7,
+    }
+    assert 1.0 <= time.monotonic() - started < 3.0

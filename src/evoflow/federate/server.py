@@ -117,7 +117,7 @@ def identify(grid: Grid, clients: list[str], timeout: float) -> dict[str, int]:
     if len(nodes) < len(clients):
         raise FederationError(f"{len(nodes)} of {len(clients)} SuperNodes connected "
                               f"within {timeout:.0f} s (clients: {', '.join(clients)})")  # fmt: skip
-    found, problems = ask_who(grid, nodes, clients, timeout)
+    found, problems, _ = ask_who(grid, nodes, clients, timeout)
     missing = [c for c in clients if c not in found]
     if missing:
         raise FederationError(f"no SuperNode answered for client(s) {', '.join(missing)}"
@@ -128,39 +128,46 @@ def identify(grid: Grid, clients: list[str], timeout: float) -> dict[str, int]:
 def readmit(grid: Grid, nodes: dict[str, int], timeout: float,
             asked: set[int]) -> dict[str, int]:  # fmt: skip
     """The federation's nodes for the next round. A SuperNode that restarted
-    joins the SuperLink under a new node id: every id the SuperLink lists that
-    was never asked (``asked`` keeps them) is asked who it is, and a client
-    whose old node is gone and that exactly one new node claims is mapped to
-    it (logged). A live client is never moved; a failed query changes nothing."""
-    try:
-        listed = set(grid.get_node_ids())
-        fresh = sorted(listed - set(nodes.values()) - asked)
-        asked.update(fresh)
-        if not fresh:
+    joins the SuperLink under a new node id. While a client's node is no longer
+    listed (for at most ``timeout`` seconds), every new id is asked who it is,
+    once it has answered (``asked`` keeps them), and a node naming a client
+    whose node is gone takes its place (logged). A live client is never moved;
+    a failed query changes nothing."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            listed = set(grid.get_node_ids())
+            gone = [c for c, n in nodes.items() if n not in listed]
+            fresh = sorted(listed - set(nodes.values()) - asked)
+            found, problems, replied = (ask_who(grid, fresh, gone, min(timeout, 30.0))
+                                        if gone and fresh else ({}, [], set()))  # fmt: skip
+        except Exception as exc:  # noqa: BLE001 - the round goes on with the nodes it has
+            log.warning("federation: could not ask new nodes who they are (%s)", exc)
             return nodes
-        found, problems = ask_who(grid, fresh, list(nodes), timeout)
-    except Exception as exc:  # noqa: BLE001 - the round goes on with the nodes it has
-        log.warning("federation: could not ask new nodes who they are (%s)", exc)
-        return nodes
-    for problem in problems:
-        log.warning("federation: a new node left out: %s", problem)
-    moved = {c: n for c, n in found.items() if nodes[c] not in listed}
-    for client, node in moved.items():
-        log.warning("federation: client %s re-admitted as node %s (was %s)", client, node,
-                    nodes[client])  # fmt: skip
-    return {**nodes, **moved}
+        asked.update(replied)
+        for problem in problems:
+            log.warning("federation: a new node left out: %s", problem)
+        for client, node in found.items():
+            log.warning("federation: client %s re-admitted as node %s (was %s)", client,
+                        node, nodes[client])  # fmt: skip
+        nodes = {**nodes, **found}
+        if len(found) == len(gone) or time.monotonic() >= deadline:
+            return nodes
+        time.sleep(0.5)
 
 
 def ask_who(grid: Grid, nodes: list[int], clients: list[str],
-            timeout: float) -> tuple[dict[str, int], list[str]]:  # fmt: skip
+            timeout: float) -> tuple[dict[str, int], list[str], set[int]]:  # fmt: skip
     """Ask ``nodes`` which client each is: ({client: node} for the first node
-    naming each of ``clients``, one line per node left out)."""
+    naming each of ``clients``, one line per node left out, the nodes that
+    answered)."""
     asks = [Message(RecordDict(), n, "query") for n in nodes]
     replies = grid.send_and_receive(asks, timeout=timeout)
     node_of = {m.metadata.message_id: n for m, n in zip(asks, nodes, strict=True)}
-    found, problems = {}, []
+    found, problems, replied = {}, [], set()
     for reply in replies:
         node = node_of.get(reply.metadata.reply_to_message_id, "?")
+        replied.add(node)
         if reply.has_error():
             problems.append(f"node {node}: {reply.error.reason}")
             continue
@@ -170,7 +177,7 @@ def ask_who(grid: Grid, nodes: list[int], clients: list[str],
             problems.append(f"node {node} says it is {name!r}")
             continue
         found[name] = node
-    return found, problems
+    return found, problems, replied
 
 
 def task_content(plan: Plan, method, layout: Layout, round: int) -> RecordDict:
