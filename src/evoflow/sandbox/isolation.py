@@ -47,7 +47,7 @@ class SandboxUnavailable(RuntimeError):
 def command(inbox: Path, disk_bytes: int) -> list[str]:
     """The ``bwrap`` prefix that runs a command inside the boundary, with
     ``inbox`` read-only at ``INBOX`` and ``disk_bytes`` of writable space in
-    each of ``WORKDIR`` and ``/tmp``."""
+    each of ``WORKDIR``, ``/tmp`` and ``/dev/shm``."""
     args = [_bwrap(), "--unshare-all", "--unshare-user", "--disable-userns",
             "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL", "--as-pid-1",
             "--die-with-parent", "--new-session", "--clearenv",
