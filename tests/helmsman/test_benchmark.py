@@ -82,10 +82,11 @@ def test_a_run_without_its_tasks_metric_fails_clearly(tmp_path):
     task = get_task("Q12")
     data = partitions.build(task, 0)
     datafile.save(data, tmp_path / "q12.npz")
-    modules = codebase.baseline("fedavg")  # made to write no client_accuracy at all
-    server = modules["server_app.py"].replace('record["client_accuracy"] =', "_ =")
-    assert server.count("_ =") == 2
-    modules["server_app.py"] = server
+    modules = codebase.baseline("fedavg")  # made to leave no clients' predictions
+    server = modules["server_app.py"].replace('predictions[f"clients_0_{k}"] =', "_ =")
+    client = modules["client_app.py"].replace('_leave(f"clients_', '(f"clients_')
+    assert server != modules["server_app.py"] and client != modules["client_app.py"]
+    modules |= {"server_app.py": server, "client_app.py": client}
     meta = {**data.meta, "num_clients": len(data.clients)}
     config = run_config(task, meta, BenchSettings(rounds=3), 0, "fedavg")
     record = run(modules, (tmp_path / "q12.npz").read_bytes(), config, task)

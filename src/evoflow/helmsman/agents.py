@@ -31,18 +31,23 @@ named `app`) and run.py (the entry point). Available: Python 3.11, numpy and flw
 there is no Ray, so run.py must read run_config.json and call
 `flower_runtime.run_federation(server_app, client_app, num_nodes=config["clients"],
 run_config=config)`. Node k sees context.node_config["partition-id"] == k.
-data.npz holds x_train_<k>, y_train_<k>, x_test_<k>, y_test_<k> per client k (float32
-features, int64 labels; labeled_<k> masks and task_ids_<k> where the task has them), the
-global x_test, y_test and a JSON string meta (num_classes and the task's settings).
+data.npz holds x_train_<k>, y_train_<k> and x_test_<k> per client k (float32 features,
+int64 labels; labeled_<k> masks and task_ids_<k> where the task has them), the global
+x_test, task_test where tasks arrive in sequence (each global test row's task, known at
+test time) and a JSON string meta (num_classes and the task's settings). The test labels
+are not there: the benchmark keeps them and scores what the code predicts.
 run_config.json holds clients, rounds, seed, lr, local_epochs, batch, hidden, fraction
 (the share of clients that train each round), proximal_mu, distill, continual and watch.
-After every round, and once before the first, the server evaluates the global model on
-the global test set; at the end it writes metrics.json as
-{"rounds": [{"round": r, "accuracy": a, "loss": l}, ...]}. When watch is
-"client_accuracy", each round also holds client_accuracy: the mean accuracy of the
-clients' own models on their local test sets. When continual is true (tasks arrive in
-sequence, meta["tasks"] lists each task's classes, task_test gives each global test row's
-task), each round also holds task_accuracy: the list of accuracies on each task's rows."""
+task.py defines `predict(weights, x)`: the class (int64) the model with these arrays
+gives each row of x. Before the first round and after every round the server predicts
+the global test rows with the global model; at the end it writes predictions.npz
+(np.savez) with global_<r> for every round r = 0..rounds, and model.npz as
+np.savez("model.npz", *final_global_weights), which predict must read back into the
+last round's predictions. When watch is "client_accuracy", each client k's own model
+also predicts its local test rows: clients_<r>_<k> (r = 0 is the initial global model).
+When a client keeps one model per task (continual), it may add tasks_<r>_<k>: every
+global test row predicted by the model of that row's task. Every array holds one class
+index per row."""
 
 
 class ReplyError(EvoflowError):
@@ -164,7 +169,7 @@ def parse_module(reply: str) -> str:
 
 def judge(plan: str, modules: dict[str, str], metrics: str) -> list[dict]:
     code = _listing(modules)
-    text = (f"Approved plan:\n{plan}\n\nThe codebase:\n{code}\n\nIts metrics.json:\n"
+    text = (f"Approved plan:\n{plan}\n\nThe codebase:\n{code}\n\nIts accuracy per round, scored by the benchmark:\n"
             f"{metrics[:4000]}\n\nDoes the code do what the plan asks (algorithm, data split, "
             "model, metric), and do the metrics look sound? Answer PASS or FAIL on the first "
             "line; after FAIL, say what to change.")  # fmt: skip

@@ -1,6 +1,7 @@
 """AgentFL-Bench runs: a codebase (a baseline of ours, or the agents'
 final one) on a task's substitute data in the sandbox, and the task's metric
-read from the run's ``metrics.json``.
+from the rounds the host scored on the test labels the code never saw
+(``scoring``).
 
 Baselines share every module but ``strategy.py``: FedAvg, FedProx and the
 paper's specialised method where we have it (``SPECIALISED``). The paper's
@@ -96,7 +97,7 @@ def run(modules: dict[str, str], data: bytes, config: dict, task: BenchTask) -> 
             scored = score(task, history, config)
         except (KeyError, IndexError, TypeError, ValueError) as error:
             problems.append(
-                f"metrics.json cannot give the task's metric ({error!r} missing)"
+                f"the scored rounds cannot give the task's metric ({error!r} missing)"
             )
     return {
         "task": task.id, "strategy": config["strategy"], "seed": config["seed"],

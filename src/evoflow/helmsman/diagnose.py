@@ -3,11 +3,12 @@
 Level 1 (runtime integrity): the run finished inside its limits with exit 0,
 its log holds no traceback and no ClientApp / ServerApp error (Flower logs
 those and may still exit 0), no round reported failures ("received N results
-and M failures" with M > 0), its ``metrics.json`` is there and well-formed,
-and no loss or accuracy is NaN. Level 2 (semantic correctness, checked only
-when level 1 passes): every round had participants (read from the
-in-process runtime's closing log line), the run played the rounds
-it was asked for, and accuracy neither stagnates nor diverges.
+and M failures" with M > 0), the host could score its predictions and its
+saved final model (``scoring``; a model with NaN weights fails here), and no
+scored accuracy is NaN. Level 2 (semantic correctness, checked only when
+level 1 passes): every round had participants (read from the in-process
+runtime's closing log line), the run played the rounds it was asked for, and
+accuracy neither stagnates nor diverges.
 """
 
 from __future__ import annotations
@@ -64,16 +65,18 @@ class Diagnosis:
 
 def diagnose(outcome: Outcome, log: str, metrics: bytes | None, rounds: int,
              thresholds: Thresholds = Thresholds(), continual: bool = False,
-             watch: str = "accuracy") -> Diagnosis:  # fmt: skip
+             watch: str = "accuracy", unscored: tuple[str, ...] = ()) -> Diagnosis:  # fmt: skip
     """The verdict on a run: ``log`` is its stdout and stderr, ``metrics`` the
-    bytes of its ``metrics.json`` (None if it wrote none). ``watch`` is the
+    rounds the host scored, as ``metrics.json`` bytes (None where none were),
+    ``unscored`` why its predictions or saved model could not be scored. ``watch`` is the
     accuracy level 2 follows (``client_accuracy`` where the task is scored on
     the clients' own models, when the run reports it). In a ``continual`` task
     accuracy on the whole test set falls as tasks change (forgetting is what
     such a task measures), so only stagnation is checked there."""
     log = ANSI.sub("", log)
     history, problem = _history(metrics, watch)
-    level1 = _runtime(outcome, log) + ([problem] if problem else []) + _nan(history)
+    scoring = list(unscored) or ([problem] if problem else [])
+    level1 = _runtime(outcome, log) + scoring + _nan(history)
     if level1:
         return Diagnosis("FAIL", 1, tuple(level1))
     level2 = _semantic(log, history, rounds, thresholds, continual)
@@ -117,7 +120,7 @@ def _last_error(log: str) -> str | None:
 def _history(metrics: bytes | None, watch: str) -> tuple[list[dict], str | None]:
     """Round, accuracy (the watched one, over the rounds that report it) and loss."""
     if metrics is None:
-        return [], "it wrote no metrics.json"
+        return [], "no rounds were scored"
     try:
         payload = json.loads(metrics)
         rounds = payload["rounds"]
@@ -126,9 +129,9 @@ def _history(metrics: bytes | None, watch: str) -> tuple[list[dict], str | None]
         history = [{"round": int(r["round"]), "accuracy": float(r["accuracy"]),
                     "loss": float(r.get("loss", 0.0))} for r in rounds]  # fmt: skip
     except (ValueError, KeyError, TypeError) as error:
-        return [], f"its metrics.json is malformed ({type(error).__name__}: {error})"
+        return [], f"the scored rounds are malformed ({type(error).__name__}: {error})"
     if not history:
-        return [], "its metrics.json holds no rounds"
+        return [], "no rounds were scored"
     return history, None
 
 

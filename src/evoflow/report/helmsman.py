@@ -13,6 +13,9 @@ partitions``):
   paper's Helmsman rows.
 - How many of the tasks each baseline completes (a run that passes the
   diagnosis), and the wall time of each.
+
+The report says how runs are scored: outside the generated code, on test
+labels it never saw (``evoflow.helmsman.scoring``).
 """
 
 from __future__ import annotations
@@ -155,6 +158,10 @@ def write_report(folder: str, settings: dict, outputs: dict[str, str]) -> None:
         f"(evoflow/helmsman/tasks.yaml), {bench['rounds']} rounds, seeds "
         f"{bench['seeds']}; metric in %, mean ± std over seeds. The paper's Tables 2–4 "
         "value cells are missing from our copy and are not filled in.",
+        "Scoring: every codebase (ours and the agents') runs without the test labels; it "
+        "leaves its predictions for the test rows, round by round, and its final model, "
+        "and the benchmark scores them on the labels it kept (the saved model must give "
+        "the last round's predictions when the codebase's own `predict` reads it back).",
         "## Tables 2–4", _markdown(main_table(found, tasks)),
         "## Baselines completed", _markdown(completion_table(found, tasks)),
     ]  # fmt: skip

@@ -1,13 +1,19 @@
 """The clients of the baseline codebase: each round, the strategy module's
-client side trains on this client's data; evaluation is on the client's
-local test set with the model the strategy gives it."""
+client side trains on this client's data; at evaluation the client predicts
+its local test rows with the model the strategy gives it (and, where the
+strategy keeps one model per task, the global test rows with each row's
+task's model) and leaves the predictions for the server to gather."""
 
 from __future__ import annotations
 
+import os
+
+import numpy as np
 import strategy
 import task
 from flwr.app import ArrayRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
+from server_app import CLIENT_PREDICTIONS
 
 app = ClientApp()
 
@@ -31,32 +37,37 @@ def train(msg: Message, context: Context) -> Message:
 
 @app.evaluate()
 def evaluate(msg: Message, context: Context) -> Message:
-    arrays = task.load_client(int(context.node_config["partition-id"]))
-    model = strategy.client_model(
-        msg.content["arrays"].to_numpy_ndarrays(), context.state
-    )
-    loss, accuracy = task.evaluate(
-        model, arrays["x_test"], arrays["y_test"].astype("int64")
-    )
-    # every client weighs 1: the aggregate is the average client accuracy
-    metrics = {"client_accuracy": accuracy, "client_loss": loss, "num-examples": 1}
+    partition = int(context.node_config["partition-id"])
+    server_round = int(msg.content["config"].get("server-round", 0))
+    weights = msg.content["arrays"].to_numpy_ndarrays()
+    model = strategy.client_model(weights, context.state)
+    local = task.load_client(partition)["x_test"]
+    _leave(f"clients_{server_round}_{partition}", task.predict(model, local))
     if hasattr(strategy, "task_model"):
-        metrics |= _per_task(msg.content["arrays"].to_numpy_ndarrays(), context.state)
-    return Message(RecordDict({"metrics": MetricRecord(metrics)}), reply_to=msg)
+        x_test, tasks = task.load_tests()
+        if tasks is not None:
+            _leave(f"tasks_{server_round}_{partition}",
+                   _per_task(weights, context.state, x_test, tasks))  # fmt: skip
+    return Message(
+        RecordDict({"metrics": MetricRecord({"num-examples": 1})}), reply_to=msg
+    )
 
 
-def _per_task(weights, state) -> dict:
-    """A strategy with one model per task (FedWeIT) is scored by each
-    client on the global test set's part of every task, with that task's
-    model: ``task_accuracy_<j>``."""
-    x_test, y_test, tasks = task.load_tests()
-    if tasks is None:
-        return {}
-    return {
-        f"task_accuracy_{j}": task.evaluate(
-            strategy.task_model(weights, state, j),
-            x_test[tasks == j],
-            y_test[tasks == j],
-        )[1]
-        for j in range(int(tasks.max()) + 1)
-    }
+def _per_task(weights, state, x_test, tasks) -> np.ndarray:
+    """A strategy with one model per task (FedWeIT): each global test row
+    predicted by the model of its task (known at test time)."""
+    predicted = np.zeros(len(x_test), dtype=np.int64)
+    for j in range(int(tasks.max()) + 1):
+        rows = tasks == j
+        predicted[rows] = task.predict(
+            strategy.task_model(weights, state, j), x_test[rows]
+        )
+    return predicted
+
+
+def _leave(name: str, predicted: np.ndarray) -> None:
+    CLIENT_PREDICTIONS.mkdir(exist_ok=True)
+    path = CLIENT_PREDICTIONS / f"{name}.npy"
+    with open(f"{path}.tmp", "wb") as handle:
+        np.save(handle, predicted)
+    os.replace(f"{path}.tmp", path)

@@ -14,9 +14,10 @@ DATA = "data.npz"
 
 
 def load_client(partition: int) -> dict[str, np.ndarray]:
-    """One client's arrays: x_train, y_train, x_test, y_test, and labeled and
-    task_ids where the task has them."""
-    names = ("x_train", "y_train", "x_test", "y_test", "labeled", "task_ids")
+    """One client's arrays: x_train, y_train, x_test (its local test rows;
+    their labels stay with the host), and labeled and task_ids where the task
+    has them."""
+    names = ("x_train", "y_train", "x_test", "labeled", "task_ids")
     with np.load(DATA) as data:
         return {
             n: data[f"{n}_{partition}"]
@@ -25,11 +26,11 @@ def load_client(partition: int) -> dict[str, np.ndarray]:
         }
 
 
-def load_tests() -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """The global test set and, for a continual task, each sample's task."""
+def load_tests() -> tuple[np.ndarray, np.ndarray | None]:
+    """The global test rows and, for a continual task, each row's task."""
     with np.load(DATA) as data:
         tasks = data["task_test"] if "task_test" in data.files else None
-        return data["x_test"], data["y_test"], tasks
+        return data["x_test"], tasks
 
 
 def current_task(server_round: int, rounds: int, tasks: int) -> int:
@@ -190,10 +191,6 @@ def narrow(weights: list[np.ndarray], hidden: int) -> list[np.ndarray]:
     return [w1[:, :hidden].copy(), b1[:hidden].copy(), w2[:hidden].copy(), b2.copy()]
 
 
-def evaluate(weights, x, y) -> tuple[float, float]:
-    """Loss and accuracy."""
-    if len(y) == 0:
-        return 0.0, 0.0
-    _, probs = forward(weights, x)
-    loss = float(-np.log(probs[np.arange(len(y)), y] + 1e-12).mean())
-    return loss, float((probs.argmax(1) == y).mean())
+def predict(weights: list[np.ndarray], x: np.ndarray) -> np.ndarray:
+    """The class the model gives each row (what the host scores)."""
+    return logits_of(weights, x.astype(np.float32))[1].argmax(1).astype(np.int64)
