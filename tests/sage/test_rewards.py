@@ -51,15 +51,15 @@ def test_format_score():
 
 
 def test_challenger_reward_both_branches():
-    # accepted (s_q = 8/9 >= 0.7, valid): (s_q + r_d + r_f) / 3
+    # joined the pool: (s_q + r_d + r_f) / 3
     s_q, r_d = r.norm(9), r.difficulty([1, 0, 0, 0])  # r_d = 0.75
-    assert r.challenger(s_q, r_d, 1.0, True, W) == pytest.approx((8 / 9 + 0.75 + 1) / 3)
-    # refused for its score (7 -> 2/3): (s_q + r_f) / 2, difficulty ignored
-    assert r.challenger(r.norm(7), 0.75, 0.5, True, W) == pytest.approx(
-        (2 / 3 + 0.5) / 2
-    )
-    # refused as invalid despite a high score
-    assert r.challenger(1.0, 0.75, 1.0, False, W) == pytest.approx(1.0)
+    assert r.challenger(s_q, r_d, 1.0, True) == pytest.approx((8 / 9 + 0.75 + 1) / 3)
+    # kept out (score, validity, a repeat): (s_q + r_f) / 2, difficulty ignored
+    assert r.challenger(r.norm(7), 0.75, 0.5, False) == pytest.approx((2 / 3 + 0.5) / 2)
+    assert r.challenger(1.0, 0.75, 1.0, False) == pytest.approx(1.0)
+    # which questions may join: Norm(score) >= alpha and valid
+    assert r.accepted(r.norm(8), True, W) and not r.accepted(r.norm(7), True, W)
+    assert not r.accepted(1.0, False, W)
 
 
 def test_planner_solver_and_critic_rewards():

@@ -1,5 +1,7 @@
 """One SAGE step with scripted role replies and the real verifiers: rewards
-against hand-worked values, the plan gate, and what may enter the pool."""
+against hand-worked values, the plan gate, what may enter the pool, and
+Alg. 1's two phases (difficulty measured without a plan; the Planner and
+Solver work on problems drawn from the pool)."""
 
 from __future__ import annotations
 
@@ -9,11 +11,14 @@ import pytest
 
 from evoflow.policy.base import Generation
 from evoflow.sage.pool import seeded
-from evoflow.sage.problems import code_problem, math_problem
+from evoflow.sage.problems import Problem, code_problem
 from evoflow.sage.step import Checker, SageSettings, run_step
 from evoflow.verify import MathVerifier
 
 QUESTION = "<question>Lea has 2 cats and gets 3 more. How many cats?</question>"
+# seed problems whose key is 5, like QUESTION's: whichever the pool gives the
+# Planner and Solver, the scripted answers 5 and 4 are right and wrong
+FIVES = [Problem(f"five-{i}", "math", f"What is {i} + {5 - i}?", "5") for i in range(3)]
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +28,8 @@ def checker():
 
 
 def scripted(challenger: str, question_score: int, plan_score: int, solver=None):
-    """Replies by role; the Solver alternates a right and a wrong answer."""
+    """Replies by role; the Solver alternates a right and a wrong answer (or
+    ``solver``: its replies, or a function of the chat)."""
     prompts: dict[str, list] = {}
 
     def ask(role, chats):
@@ -36,6 +42,8 @@ def scripted(challenger: str, question_score: int, plan_score: int, solver=None)
             plan = "Plan:" in chats[0][0]["content"]
             score = plan_score if plan else question_score
             texts = [f"<score>{score}</score>"] * len(chats)
+        elif callable(solver):
+            texts = [solver(chat) for chat in chats]
         else:
             texts = solver or ["<answer>5</answer>", "<answer>4</answer>"] * len(chats)
         return [Generation(t, 1, 1) for t in texts[: len(chats)]]
@@ -44,8 +52,9 @@ def scripted(challenger: str, question_score: int, plan_score: int, solver=None)
 
 
 def step(ask, checker, pool=None, **settings):
-    pool = pool or seeded([math_problem(0, 1, i) for i in range(3)])
-    result = run_step(1, pool, ask, checker, SageSettings(questions=1, **settings),
+    pool = pool or seeded(FIVES)
+    settings = {"questions": 1, **settings}
+    result = run_step(1, pool, ask, checker, SageSettings(**settings),
                       random.Random(0))  # fmt: skip
     return result, pool
 
@@ -58,7 +67,7 @@ def test_a_valid_question_scored_8_joins_the_pool_with_hand_worked_rewards(check
     ask, prompts = scripted(QUESTION + "<answer>5</answer><type>math</type>", 8, 7)
     result, pool = step(ask, checker)
     s_q, s_p = 7 / 9, 6 / 9  # Norm(8), Norm(7) on the 1-10 scale
-    # two of four Solver samples right: r_d = 0.5; every format complete
+    # two of four difficulty samples right: r_d = 0.5; every format complete
     assert rewards(result, "challenger") == pytest.approx([(s_q + 0.5 + 1) / 3])
     assert rewards(result, "planner") == pytest.approx([0.5 * s_p + 0.5])
     right, wrong = 0.2 * s_p + 0.6 + 0.2, 0.2 * s_p + 0.2
@@ -67,8 +76,10 @@ def test_a_valid_question_scored_8_joins_the_pool_with_hand_worked_rewards(check
     assert len(pool) == 4 and result.offers["accepted"] == 1
     entry = pool.entries[-1]
     assert (entry.problem.answer, entry.step, entry.solve_rate) == ("5", 1, 0.5)
-    # the Planner and the Solver worked on the new question
-    assert "Lea has 2 cats" in prompts["solver"][0][0]["content"]
+    # the difficulty samples were on the new question, without its plan
+    probes = prompts["solver"][:4]
+    assert all("Lea has 2 cats" in chat[0]["content"] for chat in probes)
+    assert not any("add the cats" in chat[0]["content"] for chat in probes)
 
 
 def test_a_question_scored_7_stays_out_and_the_reward_drops_difficulty(checker):
@@ -86,7 +97,7 @@ def test_the_solver_sees_the_plan_only_from_the_gate_up(checker, plan_score, sho
     )
     result, _ = step(ask, checker)
     seen = ["add the cats" in chat[0]["content"] for chat in prompts["solver"]]
-    assert seen == [shown] * 4
+    assert seen == [False] * 4 + [shown] * 4  # difficulty samples, then Plan–Solve
     s_p = (plan_score - 1) / 9
     right = 0.2 * (s_p if shown else 0.0) + 0.6 + 0.2
     assert rewards(result, "solver")[0] == pytest.approx(right)
@@ -121,6 +132,8 @@ def test_a_repeated_question_is_refused_and_a_missing_one_scores_zero(checker):
     result, pool = step(ask, checker)
     result, pool = step(ask, checker, pool)
     assert result.offers["duplicate"] == 1 and len(pool) == 4
+    # a repeat does not join the pool: paid like a refused question (Eq. 6)
+    assert rewards(result, "challenger") == pytest.approx([(8 / 9 + 1) / 2])
     ask, prompts = scripted("I would rather not.", 9, 9)
     result, pool = step(ask, checker, pool)
     # no <question>: nothing for the Critic to rate (s_q = 0), r_f = 0
@@ -128,7 +141,7 @@ def test_a_repeated_question_is_refused_and_a_missing_one_scores_zero(checker):
     assert "critic" not in {
         c.role for c in result.calls if c.info.get("about") == "question"
     }
-    # the Solver then works on the reference problem instead
+    # the Solver works on a problem from the pool
     assert any(
         e.problem.question in prompts["solver"][0][0]["content"] for e in pool.entries
     )
@@ -157,7 +170,43 @@ def test_requiring_a_solved_sample_keeps_a_wrong_key_out(checker):
     ask, _ = scripted(wrong, 9, 9, ["<answer>5</answer>"] * 4)
     result, pool = step(ask, checker, require_solved=True)
     assert len(pool) == 3 and result.offers["rejected"] == 1
+    # kept out, so not paid r_d = 1 for its wrong key
+    assert rewards(result, "challenger") == pytest.approx([(8 / 9 + 1) / 2])
     right = QUESTION + "<answer>5</answer><type>math</type>"
     ask, _ = scripted(right, 9, 9)  # two of four samples agree with the key
     result, pool = step(ask, checker, require_solved=True)
     assert len(pool) == 4 and result.offers["accepted"] == 1
+
+
+def test_difficulty_is_measured_without_the_plan(checker):
+    # The Solver is right only when shown the plan: the plan-free difficulty
+    # samples all miss (r_d = 1) while the Plan–Solve answers all hit.
+    def solver(chat):
+        return (
+            "<answer>5</answer>"
+            if "add the cats" in chat[0]["content"]
+            else "<answer>4</answer>"
+        )
+
+    ask, _ = scripted(QUESTION + "<answer>5</answer><type>math</type>", 9, 9, solver)
+    result, pool = step(ask, checker)
+    assert rewards(result, "challenger") == pytest.approx([(8 / 9 + 1 + 1) / 3])
+    assert pool.entries[-1].solve_rate == 0.0
+    assert all(c.info["correct"] == 1.0 for c in result.calls if c.role == "solver")
+
+
+@pytest.mark.parametrize(("question_score", "joins"), [(7, False), (9, True)])
+def test_planner_and_solver_work_on_problems_drawn_from_the_pool(checker, question_score,
+                                                                 joins):  # fmt: skip
+    ask, prompts = scripted(
+        QUESTION + "<answer>5</answer><type>math</type>", question_score, 9
+    )
+    pool = seeded(FIVES[:1])
+    result, pool = step(ask, checker, pool, questions=6)
+    ids = {e.problem.id for e in pool.entries}
+    assert len(ids) == (2 if joins else 1)
+    worked = {c.item for c in result.calls if c.role in ("planner", "solver")}
+    assert worked <= ids
+    # a question the Critic refused is never planned or solved in its step
+    on_new = ["Lea has 2 cats" in chat[0]["content"] for chat in prompts["planner"]]
+    assert any(on_new) == joins and not all(on_new)

@@ -89,9 +89,10 @@ def accepted(question_score: float, valid: bool, w: Weights) -> bool:
 
 
 def challenger(question_score: float, difficulty_: float, format_: float,
-               valid: bool, w: Weights) -> float:  # fmt: skip
-    """r_c (Eq. 5/6): with difficulty when accepted, else score and format only."""
-    if accepted(question_score, valid, w):
+               joined: bool) -> float:  # fmt: skip
+    """r_c (Eq. 5/6): with difficulty when the question joined the pool
+    (accepted, and new), else score and format only."""
+    if joined:
         return (question_score + difficulty_ + format_) / 3
     return (question_score + format_) / 2
 

@@ -1,18 +1,23 @@
 """One SAGE step (seed 001, Alg. 1) over any policy, every reward traced.
 
-For each of ``questions`` Challenger calls: draw reference problems from the
-pool → the Challenger proposes a question and its verifier → the Critic scores
-the question (s_q) → the verifier checks it (a math answer parses; a code
-question's reference solution passes all its tests) → the Planner plans a
-solution and the Critic scores the plan (s_p) → the Solver answers
-``solver_samples`` times, shown the plan only when s_p ≥ β → the verifier
-scores each answer → role rewards (``evoflow.sage.rewards``) → the question
-joins the pool when s_q ≥ α and it is valid and new.
+Challenge phase, for each of ``questions`` Challenger calls: draw reference
+problems from the pool → the Challenger proposes a question and its verifier
+→ the Critic scores the question (s_q) → the verifier checks it (a math
+answer parses; a code question's reference solution passes all its tests) →
+the Solver answers a valid question ``solver_samples`` times without a plan,
+and the verified share gives its difficulty r_d → the question joins the pool
+when s_q ≥ α, it is valid and new (and, with ``require_solved``, some sample
+matched its key); only a question that joined is paid with r_d (Eq. 5), any
+other with s_q and format (Eq. 6).
 
-Planner and Solver work on the new question when it is valid; otherwise on
-the first reference problem (the Solver always needs a checkable target). A
-question with no ``<question>`` tag has nothing to rate: s_q = 0. Calls of one
-role are batched across questions, so a backend generates them together.
+Plan–Solve phase (Alg. 1 l. 16), once per Challenger call: a problem is drawn
+from the pool as it now stands (of the reference's kind) → the Planner plans
+and the Critic scores the plan (s_p) → the Solver answers ``solver_samples``
+times, shown the plan only when s_p ≥ β → the verifier scores each answer.
+The difficulty samples only measure r_d; the Solver is trained on the
+Plan–Solve answers. A question with no ``<question>`` tag has nothing to
+rate: s_q = 0. Calls of one role are batched across questions, so a backend
+generates them together.
 """
 
 from __future__ import annotations
@@ -104,30 +109,48 @@ def run_step(step: int, pool: Pool, ask: Ask, checker: Checker,
     timed = _timer(ask, times)
     references = [_references(pool, rng, settings) for _ in range(settings.questions)]
     challenges = _challenge(step, references, timed, checker, settings)
-    targets = [c["problem"] if c["valid"] else refs[0].problem
-               for c, refs in zip(challenges, references, strict=True)]  # fmt: skip
-    plans = _plan(targets, timed, settings)
-    solves = _solve(targets, plans, timed, checker, settings)
+    _difficulty(challenges, timed, checker, settings)
     calls, offers = [], dict.fromkeys(("accepted", "rejected", "duplicate"), 0)
-    for c, refs, plan, answers in zip(
-        challenges, references, plans, solves, strict=True
-    ):
-        solve_rate = sum(a.info["correct"] for a in answers) / len(answers)
+    for c, refs in zip(challenges, references, strict=True):
+        joined = False
         if c["valid"]:
-            c["call"].info["solve_rate"] = solve_rate
-        c["call"].reward = R.challenger(c["score"], 1 - solve_rate, c["format"],
-                                        c["valid"], settings.weights)  # fmt: skip
-        if c["valid"]:
-            entry = Entry(
-                c["problem"], step, refs[0].problem.id, c["score"], solve_rate
-            )
+            rate = c["call"].info["solve_rate"]
+            entry = Entry(c["problem"], step, refs[0].problem.id, c["score"], rate)
             accept = R.accepted(c["score"], True, settings.weights)
-            accept = accept and (solve_rate > 0 or not settings.require_solved)
+            accept = accept and (rate > 0 or not settings.require_solved)
             status = pool.offer(entry, accept)
             offers[status] += 1
             c["call"].info["pool"] = status
-        calls += [c["call"], *c["critics"], *plan, *answers]
+            joined = status == "accepted"
+        c["call"].reward = R.challenger(c["score"], c["call"].info.get("difficulty", 0.0),
+                                        c["format"], joined)  # fmt: skip
+        calls += [c["call"], *c["critics"]]
+    targets = [
+        pool.sample(rng, 1, refs[0].problem.kind)[0].problem for refs in references
+    ]
+    plans = _plan(targets, timed, settings)
+    solves = _solve(targets, plans, timed, checker, settings)
+    for plan, answers in zip(plans, solves, strict=True):
+        calls += [*plan, *answers]
     return StepResult(calls, offers, _metrics(calls, offers, pool, times))
+
+
+def _difficulty(challenges: list[dict], ask: Ask, checker: Checker, settings) -> None:
+    """r_d of every valid question (Alg. 1 l. 8-9): the Solver answers it
+    ``solver_samples`` times with no plan; the verified share is its solve
+    rate (kept in the Challenger call's info with r_d)."""
+    valid = [c for c in challenges if c["valid"]]
+    n = settings.solver_samples
+    chats = [roles.solver_chat(c["problem"], None) for c in valid for _ in range(n)]
+    replies = ask("solver", chats)
+    for i, c in enumerate(valid):
+        problem = c["problem"]
+        solved = [checker.correct(problem, roles.solver_answer(r.text, problem.kind))
+                  for r in replies[i * n : (i + 1) * n]]  # fmt: skip
+        c["call"].info |= {
+            "solve_rate": sum(solved) / n,
+            "difficulty": R.difficulty(solved),
+        }
 
 
 def _timer(ask: Ask, times: dict[str, float]) -> Ask:
