@@ -209,3 +209,23 @@ def test_a_resumed_per_role_run_equals_an_unbroken_one(tmp_path, checker):
 def test_a_bad_adapters_value_is_named():
     with pytest.raises(ValueError, match="sage.adapters must be one of"):
         SageSpan(Span("m", "t", "sage", 0, 1, None), SageSettings(), adapters="each")
+
+
+def test_advantages_are_whitened_within_each_role(tmp_path, checker, monkeypatch):
+    # Task-Relative REINFORCE++ groups a shared-adapter update by role: every
+    # episode's group is its role, and all four roles train in one update
+    from evoflow.sage import span as spans
+
+    seen = []
+
+    def recording(learner, episodes, config, template, row, group=None):
+        seen.append([(group(e), e.agent_role) for e in episodes])
+        return real(learner, episodes, config, template, row, group)
+
+    real = spans.learn
+    monkeypatch.setattr(spans, "learn", recording)
+    seed, config, job = setup(tmp_path)
+    run_sage_span(job(0, 1), config, [seed], Scripted(), checker, tmp_path / "span=1")
+    [pairs] = seen
+    assert all(g == role for g, role in pairs)
+    assert {role for _, role in pairs} == {"challenger", "planner", "solver", "critic"}

@@ -4,6 +4,7 @@ gives back the log-probs stored at sampling time."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 import torch
@@ -121,3 +122,63 @@ def test_logprobs_are_those_of_each_rows_sampling_temperature():
     assert not torch.allclose(
         plain.logprobs, stats.logprobs, atol=1e-3
     )  # T matters here
+
+
+class NextToken(torch.nn.Module):
+    """A synthetic causal LM with a known next-token law: after token i it
+    puts logit 20 on (i + 1) mod V and 0 elsewhere. Its hidden state at a
+    position is the one-hot of that position's token (no context), so what a
+    position predicts depends on its own token alone."""
+
+    V = 8
+
+    def __init__(self) -> None:
+        super().__init__()
+        head = torch.nn.Linear(self.V, self.V, bias=False)
+        with torch.no_grad():
+            head.weight.copy_(20 * torch.eye(self.V).roll(1, dims=0))
+        self.head = head
+        self.config = type("Config", (), {"hidden_size": self.V})()
+
+    def get_decoder(self):
+        def decode(input_ids):
+            hidden = torch.nn.functional.one_hot(input_ids, self.V).float()
+            return type("Out", (), {"last_hidden_state": hidden})()
+
+        return decode
+
+    def get_output_embeddings(self):
+        return self.head
+
+
+def test_logprobs_are_read_one_position_back_on_a_model_with_a_known_law():
+    # 0 1 2 3 4 follows the law: every generated token has log-prob
+    # log(e^20 / (e^20 + 7)); read one position off, each would get -20 - that
+    ids = torch.tensor([[0, 1, 2, 3, 4], [5, 6, 7, 0, 1]])
+    mask = torch.tensor([[0, 0, 1, 1, 1], [0, 1, 1, 1, 1]], dtype=torch.float32)
+    batch = RLBatch(
+        ids, torch.ones_like(ids), mask, torch.zeros(2, 5), torch.tensor([0, 1])
+    )
+    on_law = 20 - math.log(math.exp(20) + 7)
+    expected = mask * on_law
+    torch.testing.assert_close(token_logprobs(NextToken(), batch), expected)
+    # at T = 2 the logits halve: log(e^10 / (e^10 + 7)), checked by hand
+    warm = dataclasses.replace(batch, temperature=torch.tensor([2.0, 2.0]))
+    at_two = 10 - math.log(math.exp(10) + 7)
+    torch.testing.assert_close(token_logprobs(NextToken(), warm), mask * at_two)
+
+
+def test_the_value_at_a_token_reads_the_state_before_it():
+    # V(p) is the value of the state that chose token p: the hidden state at
+    # p - 1, the one-hot of token p - 1 here, so V(p) = w[token_{p-1}] + b
+    from evoflow.train.rl_update import ValueHead, values_of
+
+    critic = ValueHead(NextToken.V)
+    with torch.no_grad():
+        critic.linear.weight.copy_(torch.arange(NextToken.V, dtype=torch.float32)[None])
+        critic.linear.bias.fill_(0.5)
+    ids = torch.tensor([[3, 1, 4, 1, 5]])
+    batch = RLBatch(ids, torch.ones_like(ids), torch.ones(1, 5), torch.zeros(1, 5),
+                    torch.tensor([0]))  # fmt: skip
+    values = values_of(NextToken(), batch, torch.float32, critic)
+    assert values[0].tolist() == pytest.approx([0.0, 3.5, 1.5, 4.5, 1.5])

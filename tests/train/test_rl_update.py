@@ -14,15 +14,18 @@ from evoflow.policy.base import SamplingParams
 from evoflow.policy.hf import HFPolicy
 from evoflow.policy.models import resolve_model
 from evoflow.rollout.engine import RolloutSpec, rollout
+from evoflow.train import rl_reference
+from evoflow.train.rl_advantages import low_var_kl, masked_mean
 from evoflow.train.rl_config import RLConfig
 from evoflow.train.rl_data import (
     RLBatch,
     TurnSequence,
     collate,
     token_logprobs,
+    token_stats,
     turn_sequences,
 )
-from evoflow.train.rl_update import token_advantages, update
+from evoflow.train.rl_update import ValueHead, token_advantages, update, values_of
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +89,9 @@ def two_replies(model, tokenizer):
     return batch
 
 
-@pytest.mark.parametrize("estimator", ["grpo", "rloo", "reinforce_pp"])
+@pytest.mark.parametrize(
+    "estimator", ["grpo", "rloo", "reinforce_pp", "task_relative", "ppo"]
+)
 def test_an_update_raises_the_rewarded_reply_and_lowers_the_other(estimator):
     # Prepare: "left" rewarded, "right" not, as two samples of one task
     model = lora_model()
@@ -96,8 +101,13 @@ def test_an_update_raises_the_rewarded_reply_and_lowers_the_other(estimator):
                       kl_coef=1e-3, entropy_coef=0.0, micro_batch=1)  # fmt: skip
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
                                   lr=config.learning_rate)  # fmt: skip
-    advantages, _ = token_advantages(batch, torch.tensor([1.0, 0.0]),
-                                     torch.tensor([0, 0]), estimator)  # fmt: skip
+    critic = values = None
+    if estimator == "ppo":  # its critic: a value head trained beside the policy
+        critic = ValueHead(model.config.hidden_size)
+        optimizer.add_param_group({"params": list(critic.parameters())})
+        values = values_of(model, batch, torch.float32, critic)
+    advantages, returns = token_advantages(batch, torch.tensor([1.0, 0.0]),
+                                           torch.tensor([0, 0]), estimator, values)  # fmt: skip
 
     def reply_logp() -> list[float]:
         with torch.no_grad():
@@ -106,7 +116,8 @@ def test_an_update_raises_the_rewarded_reply_and_lowers_the_other(estimator):
 
     # Execute
     before = reply_logp()
-    stats = update(model, optimizer, batch, advantages, config)
+    stats = update(model, optimizer, batch, advantages, config, critic=critic,
+                   returns=returns, old_values=values)  # fmt: skip
     after = reply_logp()
 
     # Assert
@@ -152,3 +163,49 @@ def test_the_ratio_starts_from_the_training_models_own_logprobs():
             [p.detach().clone() for p in model.parameters() if p.requires_grad]
         )
     assert all(torch.equal(a, b) for a, b in zip(*trained, strict=True))
+
+
+def _off_reference(model) -> None:
+    """Move the policy away from its reference (the adapter-free base): the
+    LoRA's B matrices start at zero, so give them small random values."""
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.5)
+
+
+def _regularised(kl_coef: float, entropy_coef: float):
+    """The two-reply batch updated with zero advantages, so only the KL or
+    the entropy term moves the policy: (before, after) of that term."""
+    model = lora_model()
+    _off_reference(model)
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model("tiny-random-llama"))
+    batch = two_replies(model, tokenizer)
+    config = RLConfig(estimator="grpo", samples_per_task=2, learning_rate=1e-3,
+                      kl_coef=kl_coef, entropy_coef=entropy_coef, micro_batch=2,
+                      update_epochs=3)  # fmt: skip
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
+                                  lr=config.learning_rate)  # fmt: skip
+
+    def measured() -> float:
+        with torch.no_grad():
+            stats = token_stats(model, batch, entropy=True)
+            if kl_coef == 0:
+                return float(masked_mean(stats.entropy, batch.loss_mask))
+            ref = rl_reference.logprobs(model, batch, torch.float32, None)
+            return float(masked_mean(low_var_kl(stats.logprobs, ref), batch.loss_mask))
+
+    before = measured()
+    update(model, optimizer, batch, torch.zeros_like(batch.loss_mask), config)
+    return before, measured()
+
+
+def test_the_kl_term_pulls_the_policy_towards_its_reference():
+    before, after = _regularised(kl_coef=1.0, entropy_coef=0.0)
+    assert before > 1e-3 and after < 0.9 * before
+
+
+def test_the_entropy_bonus_raises_the_entropy():
+    before, after = _regularised(kl_coef=0.0, entropy_coef=1.0)
+    assert after > before + 1e-3
