@@ -30,8 +30,9 @@ per method ``methods.<name>.agentevol:``):
 * ``iterations`` 4, ``base_epochs`` 3, ``learn_epochs`` 1 (the script runs a
   1-epoch base and three learning steps).
 
-The paper fine-tunes every weight; here the agent is a LoRA adapter (the
-results table says so).
+The paper fine-tunes every weight; here the agent is a LoRA adapter. The
+paper's D_SFT also mixes in a general-domain chat set to keep the model's
+language ability; ours is the expert set alone (the results table says both).
 """
 
 from __future__ import annotations

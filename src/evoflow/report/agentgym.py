@@ -88,7 +88,8 @@ def table3_markdown(
         + (f"; the Pre-Trained row is its {base}" if base else "")
         + "); ours are LoRA adapters of `"
         + model
-        + "` on our test splits.\n"
+        + "` on our test splits. The paper's D_SFT mixes a general-domain chat set "
+        "into AgentTraj; ours is AgentTraj (the expert demonstrations) alone.\n"
     )
 
 
