@@ -4,7 +4,7 @@ Plays one step of multi-turn Maze episodes (4 tasks × 4 samples, horizon 4) wit
 SmolLM2-135M through the rollout engine, then times the update of a fresh LoRA
 on those episodes twice, in the same run:
 
-- ``episode``: one training sequence per episode (``rl_data.turn_sequences``:
+- ``episode``: one training sequence per episode (``evoflow.train.rl.data.turn_sequences``:
   prompt, each reply's sampled tokens, the observations between them);
 - ``per-turn`` (baseline): one sequence per assistant turn, each re-reading the
   whole chat before it — the layout before this work.
@@ -31,10 +31,10 @@ from evoflow.envs.maze import MazeEnv
 from evoflow.policy.base import SamplingParams
 from evoflow.policy.hf import HFPolicy
 from evoflow.rollout.engine import RolloutSpec, rollout
-from evoflow.train.rl_config import RLConfig
-from evoflow.train.rl_data import collate, turn_sequences
-from evoflow.train.rl_trainer import Learner
-from evoflow.train.rl_update import token_advantages, update
+from evoflow.train.rl.config import RLConfig
+from evoflow.train.rl.data import collate, turn_sequences
+from evoflow.train.rl.trainer import Learner
+from evoflow.train.rl.update import token_advantages, update
 from evoflow.train.sft_config import SFTConfig
 from evoflow.train.sft_trainer import load_lora_model, peak_rss_mb, train_sft
 

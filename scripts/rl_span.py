@@ -1,11 +1,11 @@
-"""One span of RL training steps (evoflow.train.rl_run)."""
+"""One span of RL training steps (evoflow.train.rl.run)."""
 
 import logging
 import sys
 from pathlib import Path
 
 from evoflow.config import config_hash
-from evoflow.train.rl_run import run_rl_span
+from evoflow.train.rl.run import run_rl_span
 
 sys.stderr = open(snakemake.log[0], "w")
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)

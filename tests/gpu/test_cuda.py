@@ -24,11 +24,11 @@ from evoflow.policy.hf import HFPolicy
 from evoflow.rollout.engine import RolloutSpec, rollout
 from evoflow.rollout.expert import expert_demos
 from evoflow.train import SFTConfig, train_sft
-from evoflow.train.rl_advantages import ESTIMATORS
-from evoflow.train.rl_config import RLConfig
-from evoflow.train.rl_data import collate, token_logprobs, turn_sequences
-from evoflow.train.rl_schedule import HorizonSchedule
-from evoflow.train.rl_trainer import ADAPTER, METRICS, Span, TaskPool, run_span
+from evoflow.train.rl.advantages import ESTIMATORS
+from evoflow.train.rl.config import RLConfig
+from evoflow.train.rl.data import collate, token_logprobs, turn_sequences
+from evoflow.train.rl.schedule import HorizonSchedule
+from evoflow.train.rl.trainer import ADAPTER, METRICS, Span, TaskPool, run_span
 
 # EVOFLOW_TEST_DEVICE=cpu runs the same checks on the CPU (to try the tests).
 DEVICE = os.environ.get("EVOFLOW_TEST_DEVICE", "cuda")

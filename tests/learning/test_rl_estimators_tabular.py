@@ -6,7 +6,7 @@ The game is a contextual bandit with a known optimum: two states, two actions,
 reward 1 when the action equals the state. A policy that ignores the state
 wins half the time (chance, P(optimal) = 0.5). Each step draws 4 states, plays
 8 samples of each (a GRPO/RLOO group), and takes one PPO-clipped step on the
-advantages of ``evoflow.train.rl_update.token_advantages`` (one generated
+advantages of ``evoflow.train.rl.update.token_advantages`` (one generated
 "token" per trajectory; PPO's critic is a value table).
 """
 
@@ -15,9 +15,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from evoflow.train import rl_advantages as rl
-from evoflow.train.rl_data import RLBatch
-from evoflow.train.rl_update import token_advantages
+from evoflow.train.rl import advantages as rl
+from evoflow.train.rl.data import RLBatch
+from evoflow.train.rl.update import token_advantages
 
 STATES, SAMPLES, STEPS = 4, 8, 60
 

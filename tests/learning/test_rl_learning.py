@@ -36,10 +36,10 @@ from evoflow.envs.doors import DoorsEnv
 from evoflow.policy.base import SamplingParams
 from evoflow.policy.hf import HFPolicy
 from evoflow.rollout.engine import RolloutSpec, rollout
-from evoflow.train.rl_advantages import ESTIMATORS
-from evoflow.train.rl_config import RLConfig
-from evoflow.train.rl_schedule import HorizonSchedule
-from evoflow.train.rl_trainer import ADAPTER, Span, TaskPool, run_span
+from evoflow.train.rl.advantages import ESTIMATORS
+from evoflow.train.rl.config import RLConfig
+from evoflow.train.rl.schedule import HorizonSchedule
+from evoflow.train.rl.trainer import ADAPTER, Span, TaskPool, run_span
 
 MODEL = "smollm2-135m-instruct"
 CHECKPOINTS = (4, 6, 8, 10, 12)  # steps after which the held-out reward is read

@@ -11,7 +11,7 @@ from evoflow.envs import split_ids
 from evoflow.envs.babyai import BabyAIEnv
 from evoflow.errors import ConfigError
 from evoflow.methods import Layout, methods_from_config, rl
-from evoflow.train.rl_run import fixed_set, training_tasks
+from evoflow.train.rl.run import fixed_set, training_tasks
 
 LAYOUT = Layout("r")
 

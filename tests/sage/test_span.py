@@ -18,8 +18,8 @@ from evoflow.sage.span import SageSpan, run_sage_span
 from evoflow.sage.step import Checker, SageSettings
 from evoflow.store.query import connect
 from evoflow.store.shards import read_shard
-from evoflow.train.rl_config import RLConfig
-from evoflow.train.rl_trainer import ADAPTER, METRICS, ROLLOUTS, Span
+from evoflow.train.rl.config import RLConfig
+from evoflow.train.rl.trainer import ADAPTER, METRICS, ROLLOUTS, Span
 from evoflow.verify import MathVerifier
 
 WEIGHTS = "adapter_model.safetensors"

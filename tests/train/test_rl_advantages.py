@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from evoflow.train import rl_advantages as rl
+from evoflow.train.rl import advantages as rl
 
 T = torch.tensor
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evoflow.train.rl_config import RLConfig
+from evoflow.train.rl.config import RLConfig
 
 
 def test_defaults_are_agentgym_rls():

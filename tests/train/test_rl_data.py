@@ -16,7 +16,7 @@ from evoflow.policy.hf import HFPolicy
 from evoflow.policy.models import resolve_model
 from evoflow.rollout.engine import RolloutSpec, rollout
 from evoflow.store.schema import Message
-from evoflow.train.rl_data import (
+from evoflow.train.rl.data import (
     RLBatch,
     collate,
     token_logprobs,
@@ -171,7 +171,7 @@ def test_logprobs_are_read_one_position_back_on_a_model_with_a_known_law():
 def test_the_value_at_a_token_reads_the_state_before_it():
     # V(p) is the value of the state that chose token p: the hidden state at
     # p - 1, the one-hot of token p - 1 here, so V(p) = w[token_{p-1}] + b
-    from evoflow.train.rl_update import ValueHead, values_of
+    from evoflow.train.rl.update import ValueHead, values_of
 
     critic = ValueHead(NextToken.V)
     with torch.no_grad():

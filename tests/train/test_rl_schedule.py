@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evoflow.train.rl_schedule import HorizonSchedule
+from evoflow.train.rl.schedule import HorizonSchedule
 
 
 def test_babyai_schedule_raises_the_horizon_every_100_steps_then_holds():

@@ -20,11 +20,11 @@ from evoflow.envs.base import EnvError, Step
 from evoflow.envs.doors import DoorsEnv
 from evoflow.policy.hf import HFPolicy
 from evoflow.store.shards import read_shard
-from evoflow.train.rl_advantages import masked_whiten
-from evoflow.train.rl_config import RLConfig
-from evoflow.train.rl_data import RLBatch
-from evoflow.train.rl_schedule import HorizonSchedule
-from evoflow.train.rl_trainer import (
+from evoflow.train.rl.advantages import masked_whiten
+from evoflow.train.rl.config import RLConfig
+from evoflow.train.rl.data import RLBatch
+from evoflow.train.rl.schedule import HorizonSchedule
+from evoflow.train.rl.trainer import (
     ADAPTER,
     METRICS,
     ROLLOUTS,
@@ -35,7 +35,7 @@ from evoflow.train.rl_trainer import (
     mixed_groups,
     run_span,
 )
-from evoflow.train.rl_update import token_advantages
+from evoflow.train.rl.update import token_advantages
 from tests.helpers import make_episode
 
 
@@ -118,7 +118,7 @@ def test_nan_rewards_and_env_errors_are_dropped_and_counted(tmp_path):
 CHILD = """
 import sys
 from tests.train.test_rl_trainer import span, tiny_setup
-from evoflow.train.rl_trainer import run_span
+from evoflow.train.rl.trainer import run_span
 policy, pool, config = tiny_setup()
 run_span(span(2, 3), config, pool, policy, sys.argv[1], previous=sys.argv[2], progress=False)
 """
@@ -208,7 +208,7 @@ def test_dynamic_sampling_fills_the_step_to_its_size_not_past_it():
 
 def test_a_draw_past_the_step_size_adds_only_what_the_step_still_needs(monkeypatch):
     # draw 1 brings one mixed group, draw 2 two more: the step keeps two groups
-    from evoflow.train import rl_trainer
+    from evoflow.train.rl import trainer as rl_trainer
 
     def scripted_play(policy, factories, jobs, width, progress=False):
         return [make_episode(0, task_id=job.task, reward=float(job.sample),

@@ -14,10 +14,10 @@ from evoflow.policy.base import SamplingParams
 from evoflow.policy.hf import HFPolicy
 from evoflow.policy.models import resolve_model
 from evoflow.rollout.engine import RolloutSpec, rollout
-from evoflow.train import rl_reference
-from evoflow.train.rl_advantages import low_var_kl, masked_mean
-from evoflow.train.rl_config import RLConfig
-from evoflow.train.rl_data import (
+from evoflow.train.rl import reference as rl_reference
+from evoflow.train.rl.advantages import low_var_kl, masked_mean
+from evoflow.train.rl.config import RLConfig
+from evoflow.train.rl.data import (
     RLBatch,
     TurnSequence,
     collate,
@@ -25,7 +25,7 @@ from evoflow.train.rl_data import (
     token_stats,
     turn_sequences,
 )
-from evoflow.train.rl_update import ValueHead, token_advantages, update, values_of
+from evoflow.train.rl.update import ValueHead, token_advantages, update, values_of
 
 
 @pytest.fixture(scope="module")

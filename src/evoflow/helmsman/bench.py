@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from evoflow.helmsman.partitions import PARTITIONS
+
 METRICS = ("global_accuracy", "client_accuracy", "task_accuracy")
 SCENARIOS = ("cross-device", "cross-silo")
 
@@ -66,8 +68,6 @@ def _count(value: Any) -> bool:
 
 
 def _partition(value: Any) -> bool:
-    from evoflow.helmsman.partitions import PARTITIONS  # partitions imports us
-
     return isinstance(value, str) and value in PARTITIONS
 
 

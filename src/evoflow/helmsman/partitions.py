@@ -14,13 +14,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from types import SimpleNamespace as Params
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import ndimage
 
-from evoflow.helmsman.bench import BenchTask
 from evoflow.helmsman.datafile import ClientData, FederatedData
+
+if TYPE_CHECKING:  # the task's type only: bench reads this module's PARTITIONS
+    from evoflow.helmsman.bench import BenchTask
 
 Parts = list[np.ndarray]
 Rng = np.random.Generator

@@ -20,7 +20,7 @@ BabyAI's ``goto`` family or its ``GoToRedBall`` level) restricts the tasks RL
 draws, for a small agent that solves only some of them; ``train_tasks`` keeps a
 seeded draw of that many of them, a fixed training set whose success can be
 compared step by step when every step plays all of it. Trainer settings (``rl.trainer``: estimator, samples per task, lr, …) are
-``evoflow.train.rl_config.RLConfig``'s, paper values by default.
+``evoflow.train.rl.config.RLConfig``'s, paper values by default.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from dataclasses import asdict, dataclass, field, replace
 from evoflow.methods import base
 from evoflow.methods.base import Kind, Method, evaluation_files, span_files
 from evoflow.methods.layout import Layout
-from evoflow.train.rl_config import RLConfig
-from evoflow.train.rl_schedule import HorizonSchedule
+from evoflow.train.rl.config import RLConfig
+from evoflow.train.rl.schedule import HorizonSchedule
 
 FAMILY = "rl"
 KINDS = (

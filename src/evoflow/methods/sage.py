@@ -30,7 +30,7 @@ from evoflow.methods.layout import Layout
 from evoflow.sage.data import DataSettings
 from evoflow.sage.roles import ROLES, adapter_name
 from evoflow.sage.step import SageSettings
-from evoflow.train.rl_config import RLConfig
+from evoflow.train.rl.config import RLConfig
 
 FAMILY = "sage"
 KINDS = (

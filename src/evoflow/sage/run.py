@@ -61,7 +61,7 @@ def run_span(settings: dict, config_hash: str, method: str, round: int, inputs: 
     from evoflow.runtime import configure_threads, policy_from_config
     from evoflow.sage.span import SageSpan, run_sage_span
     from evoflow.sage.step import Checker
-    from evoflow.train.rl_trainer import Span
+    from evoflow.train.rl.trainer import Span
     from evoflow.verify import MathVerifier
 
     configure_threads(threads)

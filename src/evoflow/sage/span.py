@@ -34,8 +34,8 @@ from evoflow.sage.roles import ROLES, TEMPERATURES, adapter_name
 from evoflow.sage.step import Call, Checker, SageSettings, run_step
 from evoflow.seeding import derive_seed, py_random
 from evoflow.store.schema import Episode, Message
-from evoflow.train.rl_config import RLConfig
-from evoflow.train.rl_trainer import (
+from evoflow.train.rl.config import RLConfig
+from evoflow.train.rl.trainer import (
     ADAPTER,
     METRICS,
     ROLLOUTS,

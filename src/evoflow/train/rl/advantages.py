@@ -19,10 +19,15 @@ veRL as AgentGym-RL uses it (``../shared/FACTS.md``):
   advantages over the batch's valid tokens, as veRL and OpenRLHF do.
 
 Trajectory advantages are broadcast to their assistant tokens by
-:func:`broadcast`.
+:func:`broadcast`. ``ESTIMATORS`` is the one registry of estimators: name →
+a function of (rewards, groups, trajectory, mask, values, γ, λ) giving the
+``[N, L]`` token advantages of a batch of turn rows (``trajectory`` indexes
+``rewards`` and ``groups`` per row) and PPO's returns (None for the others).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 
@@ -157,4 +162,51 @@ def clipped_policy_loss(
     return loss, fraction
 
 
-ESTIMATORS = ("grpo", "reinforce_pp", "rloo", "ppo", "task_relative")
+def _grpo(rewards, groups, trajectory, mask, values, gamma, lam):
+    return broadcast(grpo(rewards, groups)[trajectory], mask), None
+
+
+def _rloo(rewards, groups, trajectory, mask, values, gamma, lam):
+    return broadcast(rloo(rewards, groups)[trajectory], mask), None
+
+
+def _reinforce_pp(rewards, groups, trajectory, mask, values, gamma, lam):
+    """Each turn's row ends on its trajectory's reward; γ = 1 returns."""
+    return reinforce_pp(outcome_token_rewards(rewards[trajectory], mask), mask), None
+
+
+def _task_relative(rewards, groups, trajectory, mask, values, gamma, lam):
+    """Whitened within each group (SAGE: role)."""
+    token_rewards = outcome_token_rewards(rewards[trajectory], mask)
+    return task_relative(token_rewards, mask, groups[trajectory]), None
+
+
+def _ppo(rewards, groups, trajectory, mask, values, gamma, lam):
+    """GAE over each trajectory's generated tokens, its turns concatenated in
+    order and the reward on the last one; the advantages whitened over the
+    batch's generated tokens (veRL's ``compute_gae_advantage_return``), the
+    returns raw."""
+    if values is None:
+        raise ValueError("ppo needs the critic's values")
+    advantages, returns = torch.zeros_like(mask), torch.zeros_like(mask)
+    for t in trajectory.unique():
+        rows = (trajectory == t).nonzero()[:, 0]  # turns, in order
+        where = mask[rows].bool()
+        flat_values = values[rows][where][None]
+        flat_mask = torch.ones_like(flat_values)
+        token_rewards = outcome_token_rewards(rewards[t : t + 1], flat_mask)
+        adv, ret = gae(token_rewards, flat_values, flat_mask, gamma, lam)
+        sub_adv, sub_ret = advantages[rows], returns[rows]
+        sub_adv[where], sub_ret[where] = adv[0], ret[0]
+        advantages[rows], returns[rows] = sub_adv, sub_ret
+    return masked_whiten(advantages, mask), returns
+
+
+Estimator = Callable[..., tuple[torch.Tensor, torch.Tensor | None]]
+ESTIMATORS: dict[str, Estimator] = {
+    "grpo": _grpo,
+    "reinforce_pp": _reinforce_pp,
+    "rloo": _rloo,
+    "ppo": _ppo,
+    "task_relative": _task_relative,
+}

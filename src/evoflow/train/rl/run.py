@@ -10,7 +10,7 @@ from evoflow.methods import rl
 from evoflow.methods.base import Kind, Method
 from evoflow.methods.registry import KINDS
 from evoflow.seeding import py_random
-from evoflow.train.rl_trainer import Span, TaskPool, run_span
+from evoflow.train.rl.trainer import Span, TaskPool, run_span
 from evoflow.train.sft_config import SFTConfig
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from evoflow.train.rl_data import token_logprobs
+from evoflow.train.rl.data import token_logprobs
 
 REFERENCES = ("start", "base")
 REFERENCE = "reference"
@@ -38,10 +38,18 @@ def attach(model, mode: str, start_adapter: str | Path | None,
     else:
         model.load_adapter(str(start_adapter), adapter_name=REFERENCE)
     model.set_adapter("default")  # the trained one stays active and trainable
-    for name, parameter in model.named_parameters():
-        if f".{REFERENCE}." in name:
-            parameter.requires_grad_(False)
+    freeze(model, REFERENCE)
     return REFERENCE
+
+
+def freeze(model, name: str | None) -> None:
+    """Keep the reference adapter ``name`` out of training (PEFT's
+    ``set_adapter`` marks the adapter it activates trainable)."""
+    if name is None:
+        return
+    for param_name, parameter in model.named_parameters():
+        if f".{name}." in param_name:
+            parameter.requires_grad_(False)
 
 
 def saved(model, name: str | None) -> dict | None:
@@ -72,6 +80,4 @@ def logprobs(model, batch, dtype, name: str | None) -> torch.Tensor:
             return token_logprobs(model, batch, dtype)
         finally:
             model.set_adapter(active)
-            for param_name, parameter in model.named_parameters():
-                if f".{name}." in param_name:
-                    parameter.requires_grad_(False)
+            freeze(model, name)

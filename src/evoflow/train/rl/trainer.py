@@ -5,7 +5,7 @@ A span loads the model once and runs ``steps`` training steps from global step
 step), plays ``samples_per_task`` episodes of each with the current adapter at
 the horizon the schedule gives for that step, drops unusable samples (a
 non-finite reward, an environment error, a turn without token ids) and counts
-them, computes advantages and updates the LoRA (``evoflow.train.rl_update``).
+them, computes advantages and updates the LoRA (``evoflow.train.rl.update``).
 With ``dynamic_sampling`` only groups whose rewards differ train, and more
 tasks are drawn until there are ``tasks_per_step`` of them (DAPO); a step
 without any skips the update rather than step on the KL term alone.
@@ -41,11 +41,17 @@ from evoflow.rollout.engine import Job, RolloutSpec, play
 from evoflow.seeding import derive_seed, py_random
 from evoflow.store.schema import Episode
 from evoflow.store.shards import ShardMeta, write_shard
-from evoflow.train import rl_reference
-from evoflow.train.rl_config import RLConfig
-from evoflow.train.rl_data import collate, turn_sequences
-from evoflow.train.rl_schedule import HorizonSchedule
-from evoflow.train.rl_update import ValueHead, token_advantages, update, values_of
+from evoflow.train.rl import reference as rl_reference
+from evoflow.train.rl.config import RLConfig
+from evoflow.train.rl.data import collate, turn_sequences
+from evoflow.train.rl.groups import (
+    first_groups,
+    group_key,
+    mixed_groups,
+    zero_variance_share,
+)
+from evoflow.train.rl.schedule import HorizonSchedule
+from evoflow.train.rl.update import ValueHead, token_advantages, update, values_of
 from evoflow.train.sft_trainer import load_lora_model, peak_rss_mb, portable_config
 
 log = logging.getLogger(__name__)
@@ -220,8 +226,8 @@ def train_step(learner: Learner, policy: Policy, pool: TaskPool, span: Span,
     caps = {env: span.horizon(step, env, pool) for env in pool.factories}
     row = _episode_metrics(episodes, usable, step, caps)
     row["draws"] = draws
-    row["zero_variance_groups"] = _zero_variance_share(usable)
-    row["trained_groups"] = len({_group(e) for e in train})
+    row["zero_variance_groups"] = zero_variance_share(usable)
+    row["trained_groups"] = len({group_key(e) for e in train})
     clock = time.perf_counter()
     stats = learn(learner, train, config, pool.template, row) if train else None
     row.update(update_metrics(stats))
@@ -254,32 +260,11 @@ def _rollouts(policy: Policy, pool: TaskPool, span: Span, config: RLConfig,
         episodes += played
         usable = [e for e in played if _usable(e)]
         train += mixed_groups(usable) if config.dynamic_sampling else usable
-        if len({_group(e) for e in train}) >= config.tasks_per_step:
+        if len({group_key(e) for e in train}) >= config.tasks_per_step:
             break
     if config.dynamic_sampling:
         train = first_groups(train, config.tasks_per_step)
     return episodes, train, draws
-
-
-def first_groups(episodes: list[Episode], count: int) -> list[Episode]:
-    """The episodes of the first ``count`` groups, in the order they appear."""
-    kept: list[str] = []
-    for e in episodes:
-        if _group(e) not in kept and len(kept) < count:
-            kept.append(_group(e))
-    return [e for e in episodes if _group(e) in kept]
-
-
-def mixed_groups(episodes: list[Episode]) -> list[Episode]:
-    """The episodes of groups (samples of one task) whose rewards are not all equal."""
-    rewards: dict[str, set[float]] = {}
-    for e in episodes:
-        rewards.setdefault(_group(e), set()).add(e.reward)
-    return [e for e in episodes if len(rewards[_group(e)]) > 1]
-
-
-def _group(episode: Episode) -> str:
-    return f"{episode.env}:{episode.task_id}"
 
 
 def _draw(pool: TaskPool, config: RLConfig, step: int, draw: int, seen: set) -> list:
@@ -332,7 +317,7 @@ def learn(learner: Learner, episodes: list[Episode], config: RLConfig, template,
           row: dict, group: Callable[[Episode], str] | None = None):  # fmt: skip
     """One update on ``episodes``; ``group`` names each one's advantage group
     (default: its task — GRPO/RLOO groups; SAGE passes the role)."""
-    group = group or _group
+    group = group or group_key
     clock = time.perf_counter()
     sequences = turn_sequences(learner.tokenizer, episodes, template)
     batch = collate(sequences, learner.tokenizer.pad_token_id or 0)
@@ -361,13 +346,6 @@ def learn(learner: Learner, episodes: list[Episode], config: RLConfig, template,
         "update": time.perf_counter() - clock - prepare,
     }
     return stats
-
-
-def _zero_variance_share(episodes: list[Episode]) -> float:
-    """Share of the step's groups whose samples all got the same reward."""
-    groups = {_group(e) for e in episodes}
-    flat = groups - {_group(e) for e in mixed_groups(episodes)}
-    return round(len(flat) / max(1, len(groups)), 4)
 
 
 def _episode_metrics(episodes, usable, step: int, horizon: dict) -> dict:
@@ -414,9 +392,7 @@ def save_adapter(learner: Learner, folder: Path, model: str) -> None:
 def train_adapter(learner: Learner, name: str):
     """Make ``name`` the adapter that trains (and generates) until the next call."""
     learner.model.set_adapter(name)
-    for param_name, parameter in learner.model.named_parameters():
-        if learner.reference and f".{learner.reference}." in param_name:
-            parameter.requires_grad_(False)
+    rl_reference.freeze(learner.model, learner.reference)
 
 
 def span_state(learner: Learner, next_step: int) -> dict:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from evoflow.precision import PRECISIONS
-from evoflow.train.rl_advantages import ESTIMATORS
-from evoflow.train.rl_reference import REFERENCES
+from evoflow.train.rl.advantages import ESTIMATORS
+from evoflow.train.rl.reference import REFERENCES
 
 
 @dataclass
@@ -23,7 +23,7 @@ class RLConfig:
     # Parameters that control the algorithm
     estimator: str = field(
         default="grpo",
-        metadata={"help": "Advantage estimator.", "choices": ESTIMATORS},
+        metadata={"help": "Advantage estimator.", "choices": tuple(ESTIMATORS)},
     )
     samples_per_task: int = field(
         default=8, metadata={"help": "Episodes per task: a GRPO/RLOO group."}

@@ -2,7 +2,7 @@
 
 The policy is the base model with a trainable LoRA; the reference for the KL
 term is the same model with the adapter disabled or a frozen second adapter
-(``evoflow.train.rl_reference``; never a second copy of the model). The loss is
+(``evoflow.train.rl.reference``; never a second copy of the model). The loss is
 PPO's clipped surrogate against old log-probs recomputed by the training model
 before the first step (as AgentGym-RL does: the rollout backend's own, vLLM in
 bf16 say, would differ from the trainer's forward and be clipped away),
@@ -22,10 +22,10 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from evoflow.train import rl_advantages as rl
-from evoflow.train import rl_reference
-from evoflow.train.rl_config import RLConfig
-from evoflow.train.rl_data import RLBatch, collate, token_stats
+from evoflow.train.rl import advantages as rl
+from evoflow.train.rl import reference as rl_reference
+from evoflow.train.rl.config import RLConfig
+from evoflow.train.rl.data import RLBatch, collate, token_stats
 
 
 @dataclass(frozen=True)
@@ -68,40 +68,10 @@ def token_advantages(batch: RLBatch, rewards: torch.Tensor, groups: torch.Tensor
     ``compute_gae_advantage_return``); the returns stay raw.
     Returns ``(advantages, returns)``; ``returns`` is None except for PPO.
     """
-    mask = batch.loss_mask
-    if estimator == "grpo":
-        return rl.broadcast(rl.grpo(rewards, groups)[batch.trajectory], mask), None
-    if estimator == "rloo":
-        return rl.broadcast(rl.rloo(rewards, groups)[batch.trajectory], mask), None
-    if estimator == "reinforce_pp":  # each turn's row ends on its trajectory's reward
-        token_rewards = rl.outcome_token_rewards(rewards[batch.trajectory], mask)
-        return rl.reinforce_pp(token_rewards, mask), None
-    if estimator == "task_relative":  # whitened within each group (SAGE: role)
-        token_rewards = rl.outcome_token_rewards(rewards[batch.trajectory], mask)
-        return rl.task_relative(token_rewards, mask, groups[batch.trajectory]), None
-    if estimator == "ppo":
-        if values is None:
-            raise ValueError("ppo needs the critic's values")
-        advantages, returns = _trajectory_gae(batch, rewards, values, gamma, lam)
-        return rl.masked_whiten(advantages, mask), returns
-    raise ValueError(f"unknown estimator {estimator!r}")
-
-
-def _trajectory_gae(batch: RLBatch, rewards, values, gamma, lam):
-    """GAE over each trajectory's generated tokens, turns concatenated in order."""
-    advantages = torch.zeros_like(batch.loss_mask)
-    returns = torch.zeros_like(batch.loss_mask)
-    for t in batch.trajectory.unique():
-        rows = (batch.trajectory == t).nonzero()[:, 0]  # turns, in order
-        where = batch.loss_mask[rows].bool()
-        flat_values = values[rows][where][None]
-        flat_mask = torch.ones_like(flat_values)
-        token_rewards = rl.outcome_token_rewards(rewards[t : t + 1], flat_mask)
-        adv, ret = rl.gae(token_rewards, flat_values, flat_mask, gamma, lam)
-        sub_adv, sub_ret = advantages[rows], returns[rows]
-        sub_adv[where], sub_ret[where] = adv[0], ret[0]
-        advantages[rows], returns[rows] = sub_adv, sub_ret
-    return advantages, returns
+    if estimator not in rl.ESTIMATORS:
+        raise ValueError(f"unknown estimator {estimator!r}")
+    return rl.ESTIMATORS[estimator](rewards, groups, batch.trajectory, batch.loss_mask,
+                                    values, gamma, lam)  # fmt: skip
 
 
 def update(model, optimizer, batch: RLBatch, advantages: torch.Tensor,

@@ -1,0 +1,34 @@
+"""Groups of samples: the samples one task got in a step, GRPO's and RLOO's
+unit, and what dynamic sampling keeps (groups whose rewards differ)."""
+
+from __future__ import annotations
+
+from evoflow.store.schema import Episode
+
+
+def first_groups(episodes: list[Episode], count: int) -> list[Episode]:
+    """The episodes of the first ``count`` groups, in the order they appear."""
+    kept: list[str] = []
+    for e in episodes:
+        if group_key(e) not in kept and len(kept) < count:
+            kept.append(group_key(e))
+    return [e for e in episodes if group_key(e) in kept]
+
+
+def mixed_groups(episodes: list[Episode]) -> list[Episode]:
+    """The episodes of groups (samples of one task) whose rewards are not all equal."""
+    rewards: dict[str, set[float]] = {}
+    for e in episodes:
+        rewards.setdefault(group_key(e), set()).add(e.reward)
+    return [e for e in episodes if len(rewards[group_key(e)]) > 1]
+
+
+def group_key(episode: Episode) -> str:
+    return f"{episode.env}:{episode.task_id}"
+
+
+def zero_variance_share(episodes: list[Episode]) -> float:
+    """Share of the step's groups whose samples all got the same reward."""
+    groups = {group_key(e) for e in episodes}
+    flat = groups - {group_key(e) for e in mixed_groups(episodes)}
+    return round(len(flat) / max(1, len(groups)), 4)
