@@ -7,7 +7,8 @@ reward 1 when the action equals the state. A policy that ignores the state
 wins half the time (chance, P(optimal) = 0.5). Each step draws 4 states, plays
 8 samples of each (a GRPO/RLOO group), and takes one PPO-clipped step on the
 advantages of ``evoflow.train.rl.update.token_advantages`` (one generated
-"token" per trajectory; PPO's critic is a value table).
+"token" per trajectory; PPO's critic is a value table; GiGPO's anchor state
+is the bandit's state).
 """
 
 from __future__ import annotations
@@ -49,9 +50,11 @@ def train(estimator: str, sign: float = 1.0, seed: int = 0) -> float:
         logp = torch.nn.functional.pad(logp, (1, 0))
         batch.old_logprobs = logp.detach() * batch.loss_mask
         value = torch.nn.functional.pad(values[states][:, None], (1, 0))
-        advantages, returns = token_advantages(
-            batch, rewards, groups, estimator, value.detach() * batch.loss_mask
-        )
+        # GiGPO's anchor state of each one-step trajectory: the bandit's state
+        anchors = [[int(state)] for state in states]
+        advantages, returns = token_advantages(batch, rewards, groups, estimator,
+                                               value.detach() * batch.loss_mask,
+                                               anchors=anchors)  # fmt: skip
         loss, _ = rl.clipped_policy_loss(
             logp, batch.old_logprobs, sign * advantages, batch.loss_mask
         )

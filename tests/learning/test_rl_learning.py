@@ -90,7 +90,10 @@ def before(policy) -> float:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("estimator", ESTIMATORS)
+# GiGPO on one-turn doors is GRPO plus ω times GRPO again (every sample of a
+# task answers the same observation): its learning is guarded by the tabular
+# test, its multi-turn path by test_rl_trainer, so it does not run here again.
+@pytest.mark.parametrize("estimator", [e for e in ESTIMATORS if e != "gigpo"])
 def test_each_estimator_raises_the_reward_towards_the_optimum(
     policy, before, estimator, tmp_path
 ):

@@ -107,3 +107,37 @@ def test_clipped_policy_loss():
     assert (loss.item(), clipped.item()) == (pytest.approx(-1.2), 1.0)
     loss, clipped = rl.clipped_policy_loss(logp, old, T([[-1.0]]), mask)
     assert (loss.item(), clipped.item()) == (pytest.approx(math.exp(0.5)), 0.0)
+
+
+def test_gigpo_adds_step_credit_within_anchor_states_worked_by_hand():
+    # One task, two trajectories (γ = 0.5, ω = 1): the first meets states A, B
+    # and wins (reward 1), the second meets A, D and loses. Episode level
+    # (GRPO): ±0.5 / std(1, 0) = ±1/√2. Step returns: A → 0.5 (one step
+    # before the win) and 0; B → 1 and D → 0 are states met once (A^S = 0).
+    # State A's group {0.5, 0} normalises to ±1/√2. A third trajectory, alone
+    # in its task, also meets "A": a different task's group, not pooled.
+    # Rows: the first trajectory as one row of two turns, the second as one
+    # row per turn, the third one row.
+    mask = torch.tensor([[0, 1, 1, 0, 1, 0], [0, 1, 0, 0, 0, 0], [0, 0, 0, 0, 1, 1],
+                         [0, 1, 1, 0, 0, 0]], dtype=torch.float32)  # fmt: skip
+    trajectory = torch.tensor([0, 1, 1, 2])
+    rewards, groups = torch.tensor([1.0, 0.0, 1.0]), torch.tensor([0, 0, 1])
+    anchors = [["A", "B"], ["A", "D"], ["A"]]
+    advantages, returns = rl.ESTIMATORS["gigpo"](rewards, groups, trajectory, mask, None,
+                                                 0.5, 1.0, anchors=anchors, omega=1.0)  # fmt: skip
+    h = 1 / math.sqrt(2)
+    expected = torch.tensor([[0, 2 * h, 2 * h, 0, h, 0], [0, -2 * h, 0, 0, 0, 0],
+                             [0, 0, 0, 0, -h, -h], [0, 1, 1, 0, 0, 0]])  # fmt: skip
+    torch.testing.assert_close(advantages, expected, atol=1e-5, rtol=0)
+    assert returns is None
+    # without anchor states every step is its own: GiGPO is GRPO
+    plain, _ = rl.ESTIMATORS["gigpo"](rewards, groups, trajectory, mask, None, 0.5, 1.0)
+    grpo, _ = rl.ESTIMATORS["grpo"](rewards, groups, trajectory, mask, None, 0.5, 1.0)
+    torch.testing.assert_close(plain, grpo)
+
+
+def test_gigpo_names_a_trajectory_with_too_few_anchor_states():
+    mask = torch.tensor([[0, 1, 0, 1]], dtype=torch.float32)
+    with pytest.raises(ValueError, match="2 steps but 1 anchor"):
+        rl.ESTIMATORS["gigpo"](torch.tensor([1.0]), torch.tensor([0]), torch.tensor([0]),
+                               mask, None, 0.9, 1.0, anchors=[["A"]])  # fmt: skip

@@ -316,3 +316,35 @@ def test_the_kl_reference_is_the_policy_rl_starts_from(tmp_path):
     run_span(span(0, 3), start, pool, policy, tmp_path / "whole",
              init_adapter=warm, progress=False)  # fmt: skip
     assert _weights(tmp_path / "resumed") == _weights(tmp_path / "whole")
+
+
+def test_a_gigpo_span_groups_each_step_by_the_observation_it_answered(
+    tmp_path, monkeypatch
+):
+    # Multi-turn Maze with the tiny model: every episode's anchor states are
+    # the observations before its turns, and a task's samples share the first
+    from evoflow.envs import env_factory
+    from evoflow.train.rl import trainer
+
+    seen = {}
+
+    def recording(batch, rewards, groups, estimator, *args, **context):
+        seen.update(estimator=estimator, anchors=context["anchors"], groups=groups)
+        return token_advantages(batch, rewards, groups, estimator, *args, **context)
+
+    monkeypatch.setattr(trainer, "token_advantages", recording)
+    policy = HFPolicy("tiny-random-llama", max_context=1024)
+    pool = TaskPool({"maze": env_factory("maze")}, [("maze", "0"), ("maze", "1")])
+    config = RLConfig(estimator="gigpo", samples_per_task=2, tasks_per_step=2,
+                      max_new_tokens=4, learning_rate=1e-3, width=4, lora_r=4,
+                      lora_alpha=8, gamma=0.95)  # fmt: skip
+    schedule = Span("tiny-random-llama", "t", "gigpo", 0, 1, HorizonSchedule((3,)))
+    metrics = run_span(schedule, config, pool, policy, tmp_path / "s", progress=False)
+    assert seen["estimator"] == "gigpo" and metrics["steps"][0]["updated"]
+    stored = read_shard(tmp_path / "s" / ROLLOUTS).to_pylist()
+    turns = [sum(m["role"] == "assistant" for m in r["messages"]) for r in stored]
+    assert [len(a) for a in seen["anchors"]] == turns and max(turns) > 1
+    firsts = {}
+    for anchors, group in zip(seen["anchors"], seen["groups"].tolist(), strict=True):
+        firsts.setdefault(group, set()).add(anchors[0])
+    assert all(len(f) == 1 for f in firsts.values())

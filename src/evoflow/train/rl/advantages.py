@@ -17,10 +17,16 @@ veRL as AgentGym-RL uses it (``../shared/FACTS.md``):
   veRL's REINFORCE++ estimator to each role's batch separately).
 * PPO: GAE over token rewards and values (γ, λ); the trainer whitens the
   advantages over the batch's valid tokens, as veRL and OpenRLHF do.
+* GiGPO (Feng et al., 2025, verl-agent): A = A^E + ω·A^S per step. A^E is
+  GRPO's episode advantage; A^S groups the steps of one task's trajectories
+  by their anchor state (identical states, the observation text by default)
+  and normalises each step's discounted return γ^(T−1−t)·R within its state
+  group, (R_t − mean) / (std + ε); a state met once has A^S = 0.
 
 Trajectory advantages are broadcast to their assistant tokens by
 :func:`broadcast`. ``ESTIMATORS`` is the one registry of estimators: name →
-a function of (rewards, groups, trajectory, mask, values, γ, λ) giving the
+a function of (rewards, groups, trajectory, mask, values, γ, λ, and keyword
+context an estimator may use: GiGPO's ``anchors`` and ``omega``) giving the
 ``[N, L]`` token advantages of a batch of turn rows (``trajectory`` indexes
 ``rewards`` and ``groups`` per row) and PPO's returns (None for the others).
 """
@@ -162,26 +168,103 @@ def clipped_policy_loss(
     return loss, fraction
 
 
-def _grpo(rewards, groups, trajectory, mask, values, gamma, lam):
+def normalise_within(values: torch.Tensor, groups: torch.Tensor, eps: float = EPS):
+    """(v − group mean) / (group's unbiased std + ε); 0 in a group of one."""
+    values = values.to(torch.float64)
+    out = torch.zeros_like(values)
+    for members in _by_group(groups):
+        if len(members) > 1:
+            group = values[members]
+            out[members] = (group - group.mean()) / (group.std() + eps)
+    return out.to(torch.float32)
+
+
+def step_index(mask: torch.Tensor, trajectory: torch.Tensor) -> torch.Tensor:
+    """``[N, L]`` the number of each generated token's step (turn) within its
+    trajectory, −1 off the mask: a trajectory's rows in order, each row's
+    runs of masked tokens one step each."""
+    index = torch.full(mask.shape, -1, dtype=torch.long, device=mask.device)
+    for t in trajectory.unique():
+        count = 0
+        for row in (trajectory == t).nonzero()[:, 0].tolist():
+            on = mask[row].bool()
+            starts = on & ~torch.nn.functional.pad(on[:-1], (1, 0))
+            steps = count + starts.long().cumsum(0) - 1
+            index[row] = torch.where(on, steps, index[row])
+            count += int(starts.sum())
+    return index
+
+
+def gigpo(rewards: torch.Tensor, groups: torch.Tensor, step_trajectory: torch.Tensor,
+          step_number: torch.Tensor, step_count: torch.Tensor, anchors: torch.Tensor,
+          gamma: float, omega: float = 1.0) -> torch.Tensor:  # fmt: skip
+    """GiGPO's advantage of each step ``[S]``: step s is number
+    ``step_number[s]`` of ``step_count[s]`` in trajectory
+    ``step_trajectory[s]``, its anchor state ``anchors[s]`` (an id; steps of
+    the same task's group with equal ids share a state)."""
+    episode = grpo(rewards, groups)[step_trajectory]
+    exponent = (step_count - 1 - step_number).to(torch.float64)
+    returns = rewards.to(torch.float64)[step_trajectory] * gamma**exponent
+    _, key = torch.unique(torch.stack([groups[step_trajectory], anchors]), dim=1,
+                          return_inverse=True)  # fmt: skip
+    return episode + omega * normalise_within(returns, key)
+
+
+def _gigpo(rewards, groups, trajectory, mask, values, gamma, lam, anchors=None,
+           omega=1.0, **_):  # fmt: skip
+    """Per-step GiGPO advantages on each step's tokens; ``anchors`` lists,
+    per trajectory, one state id per step (None: every step its own state,
+    so GiGPO is GRPO)."""
+    index = step_index(mask, trajectory)
+    rows, cols = (index >= 0).nonzero(as_tuple=True)
+    pairs = torch.stack([trajectory[rows], index[rows, cols]])
+    steps, where = torch.unique(pairs, dim=1, return_inverse=True)
+    counts = torch.zeros(len(rewards), dtype=torch.long, device=mask.device)
+    counts.scatter_reduce_(0, steps[0], steps[1] + 1, reduce="amax")
+    if anchors is None:
+        ids = torch.arange(steps.shape[1], device=mask.device)
+    else:
+        ids = _anchor_ids(anchors, steps, mask.device)
+    per_step = gigpo(
+        rewards, groups, steps[0], steps[1], counts[steps[0]], ids, gamma, omega
+    )
+    advantages = torch.zeros_like(mask)
+    advantages[rows, cols] = per_step[where]
+    return advantages, None
+
+
+def _anchor_ids(anchors: list[list], steps: torch.Tensor, device) -> torch.Tensor:
+    """An integer id per step from its trajectory's list of state keys."""
+    codes: dict = {}
+    ids = []
+    for t, n in steps.T.tolist():
+        if n >= len(anchors[t]):
+            raise ValueError(f"trajectory {t} has {n + 1} steps but {len(anchors[t])} "
+                             "anchor states")  # fmt: skip
+        ids.append(codes.setdefault(anchors[t][n], len(codes)))
+    return torch.tensor(ids, device=device)
+
+
+def _grpo(rewards, groups, trajectory, mask, values, gamma, lam, **_):
     return broadcast(grpo(rewards, groups)[trajectory], mask), None
 
 
-def _rloo(rewards, groups, trajectory, mask, values, gamma, lam):
+def _rloo(rewards, groups, trajectory, mask, values, gamma, lam, **_):
     return broadcast(rloo(rewards, groups)[trajectory], mask), None
 
 
-def _reinforce_pp(rewards, groups, trajectory, mask, values, gamma, lam):
+def _reinforce_pp(rewards, groups, trajectory, mask, values, gamma, lam, **_):
     """Each turn's row ends on its trajectory's reward; γ = 1 returns."""
     return reinforce_pp(outcome_token_rewards(rewards[trajectory], mask), mask), None
 
 
-def _task_relative(rewards, groups, trajectory, mask, values, gamma, lam):
+def _task_relative(rewards, groups, trajectory, mask, values, gamma, lam, **_):
     """Whitened within each group (SAGE: role)."""
     token_rewards = outcome_token_rewards(rewards[trajectory], mask)
     return task_relative(token_rewards, mask, groups[trajectory]), None
 
 
-def _ppo(rewards, groups, trajectory, mask, values, gamma, lam):
+def _ppo(rewards, groups, trajectory, mask, values, gamma, lam, **_):
     """GAE over each trajectory's generated tokens, its turns concatenated in
     order and the reward on the last one; the advantages whitened over the
     batch's generated tokens (veRL's ``compute_gae_advantage_return``), the
@@ -209,4 +292,5 @@ ESTIMATORS: dict[str, Estimator] = {
     "rloo": _rloo,
     "ppo": _ppo,
     "task_relative": _task_relative,
+    "gigpo": _gigpo,
 }

@@ -57,7 +57,18 @@ class RLConfig:
         },
     )
     entropy_coef: float = field(default=1e-3, metadata={"help": "Entropy bonus."})
-    gamma: float = field(default=1.0, metadata={"help": "Discount (PPO's GAE)."})
+    gamma: float = field(
+        default=1.0,
+        metadata={
+            "help": "Discount (PPO's GAE; GiGPO's step returns, 0.95 in its paper)."
+        },
+    )
+    step_weight: float = field(
+        default=1.0,
+        metadata={
+            "help": "GiGPO's ω: weight of the step-level (anchor-state) advantage."
+        },
+    )
     lam: float = field(default=1.0, metadata={"help": "GAE λ (PPO)."})
     value_lr: float = field(
         default=1e-5, metadata={"help": "Learning rate of PPO's value head."}
@@ -127,7 +138,7 @@ class RLConfig:
         for name in ("learning_rate", "value_lr", "clip", "value_clip"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        for name in ("kl_coef", "entropy_coef", "temperature"):
+        for name in ("kl_coef", "entropy_coef", "temperature", "step_weight"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not (0 < self.gamma <= 1 and 0 <= self.lam <= 1):

@@ -1,5 +1,6 @@
 """Groups of samples: the samples one task got in a step, GRPO's and RLOO's
-unit, and what dynamic sampling keeps (groups whose rewards differ)."""
+unit, what dynamic sampling keeps (groups whose rewards differ), and GiGPO's
+anchor states (the steps of a group that start from the same observation)."""
 
 from __future__ import annotations
 
@@ -32,3 +33,15 @@ def zero_variance_share(episodes: list[Episode]) -> float:
     groups = {group_key(e) for e in episodes}
     flat = groups - {group_key(e) for e in mixed_groups(episodes)}
     return round(len(flat) / max(1, len(groups)), 4)
+
+
+def anchor_states(episode: Episode) -> list[str]:
+    """GiGPO's anchor state of each of the episode's steps: the text the
+    agent answered (the message before each of its turns)."""
+    states, last = [], ""
+    for message in episode.messages:
+        if message.role == "assistant":
+            states.append(last)
+        else:
+            last = message.content
+    return states

@@ -45,6 +45,7 @@ from evoflow.train.rl import reference as rl_reference
 from evoflow.train.rl.config import RLConfig
 from evoflow.train.rl.data import collate, turn_sequences
 from evoflow.train.rl.groups import (
+    anchor_states,
     first_groups,
     group_key,
     mixed_groups,
@@ -334,7 +335,9 @@ def learn(learner: Learner, episodes: list[Episode], config: RLConfig, template,
     if learner.critic is not None:
         values = values_of(learner.model, batch, learner.dtype, learner.critic)
     advantages, returns = token_advantages(batch, rewards, groups, config.estimator,
-                                           values, config.gamma, config.lam)  # fmt: skip
+                                           values, config.gamma, config.lam,
+                                           anchors=[anchor_states(e) for e in episodes],
+                                           omega=config.step_weight)  # fmt: skip
     prepare = time.perf_counter() - clock
     learner.model.train()
     stats = update(learner.model, learner.optimizer, batch, advantages, config,

@@ -56,7 +56,7 @@ class ValueHead(torch.nn.Module):
 
 def token_advantages(batch: RLBatch, rewards: torch.Tensor, groups: torch.Tensor,
                      estimator: str, values: torch.Tensor | None = None,
-                     gamma: float = 1.0, lam: float = 1.0):  # fmt: skip
+                     gamma: float = 1.0, lam: float = 1.0, **context):  # fmt: skip
     """``[N, L]`` advantages of every generated token, and PPO's returns.
 
     ``rewards`` and ``groups`` are per trajectory (``batch.trajectory`` indexes
@@ -66,12 +66,14 @@ def token_advantages(batch: RLBatch, rewards: torch.Tensor, groups: torch.Tensor
     on the last one (``values``: the critic's, aligned with the batch), and
     whitens the advantages over the batch's generated tokens (veRL's
     ``compute_gae_advantage_return``); the returns stay raw.
+    GiGPO reads ``context``: ``anchors`` (per trajectory, one state key per
+    step) and ``omega`` (the step-level weight).
     Returns ``(advantages, returns)``; ``returns`` is None except for PPO.
     """
     if estimator not in rl.ESTIMATORS:
         raise ValueError(f"unknown estimator {estimator!r}")
     return rl.ESTIMATORS[estimator](rewards, groups, batch.trajectory, batch.loss_mask,
-                                    values, gamma, lam)  # fmt: skip
+                                    values, gamma, lam, **context)  # fmt: skip
 
 
 def update(model, optimizer, batch: RLBatch, advantages: torch.Tensor,
