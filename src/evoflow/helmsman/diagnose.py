@@ -118,7 +118,7 @@ def _last_error(log: str) -> str | None:
 
 
 def _history(metrics: bytes | None, watch: str) -> tuple[list[dict], str | None]:
-    """Round, accuracy (the watched one, over the rounds that report it) and loss."""
+    """Round and accuracy (the watched one, over the rounds that report it)."""
     if metrics is None:
         return [], "no rounds were scored"
     try:
@@ -126,8 +126,8 @@ def _history(metrics: bytes | None, watch: str) -> tuple[list[dict], str | None]
         rounds = payload["rounds"]
         if watch != "accuracy" and any(watch in r for r in rounds):
             rounds = [{**r, "accuracy": r[watch]} for r in rounds if watch in r]
-        history = [{"round": int(r["round"]), "accuracy": float(r["accuracy"]),
-                    "loss": float(r.get("loss", 0.0))} for r in rounds]  # fmt: skip
+        history = [{"round": int(r["round"]), "accuracy": float(r["accuracy"])}
+                   for r in rounds]  # fmt: skip
     except (ValueError, KeyError, TypeError) as error:
         return [], f"the scored rounds are malformed ({type(error).__name__}: {error})"
     if not history:
@@ -136,12 +136,8 @@ def _history(metrics: bytes | None, watch: str) -> tuple[list[dict], str | None]
 
 
 def _nan(history: list[dict]) -> list[str]:
-    bad = [
-        r["round"]
-        for r in history
-        if not all(map(math.isfinite, (r["accuracy"], r["loss"])))
-    ]
-    return [f"loss or accuracy is NaN or infinite from round {bad[0]}"] if bad else []
+    bad = [r["round"] for r in history if not math.isfinite(r["accuracy"])]
+    return [f"accuracy is NaN or infinite from round {bad[0]}"] if bad else []
 
 
 def _semantic(
