@@ -63,7 +63,7 @@ def test_rounds_are_scored_by_hand():
         tasks_1_0=np.array([0, 0, 1, 2]),  # task 0: 1/2, task 1: 2/2
         tasks_1_1=np.array([0, 1, 0, 0]),  # task 0: 2/2, task 1: 0/2
     )
-    scores = history(payload, LABELS)
+    scores = history(payload, LABELS, rounds=1)
     assert scores.problem is None
     first, last = scores.rounds
     assert first == {"round": 0, "accuracy": 0.25, "task_accuracy": [0.5, 0.0]}
@@ -82,12 +82,20 @@ def test_rounds_are_scored_by_hand():
         ({"global_0": np.zeros(4, int), "accuracy": np.array(1.0)}, "unknown key"),
         ({"global_0": np.zeros(4, int), "clients_0_5": np.zeros(2, int)}, "client 5"),
         ({"clients_0_0": np.zeros(2, int)}, "no global_<round>"),
+        ({"global_01": np.zeros(4, int)}, "unknown key"),  # one spelling per round
+        ({"global_0": np.zeros(4, int), "global_3": np.zeros(4, int)}, "past the last"),
+        ({"global_0": np.zeros(4, int), "global_2": np.zeros(4, int)}, "round(s) [1]"),
+        # a codebase may not choose which clients are scored
+        (
+            {"global_0": np.zeros(4, int), "clients_0_1": np.zeros(3, int)},
+            "client(s) [0]",
+        ),
     ],
 )
 def test_predictions_that_cannot_be_scored_are_named(arrays, words):
-    scores = history(_npz(**arrays), LABELS)
+    scores = history(_npz(**arrays), LABELS, rounds=2)
     assert scores.rounds == [] and words in scores.problem, scores.problem
-    assert "wrote no predictions.npz" in history(None, LABELS).problem
+    assert "wrote no predictions.npz" in history(None, LABELS, 2).problem
 
 
 def _with(module: str, old: str, new: str) -> dict[str, str]:
@@ -114,3 +122,14 @@ def test_a_saved_model_that_does_not_give_the_predictions_fails(fault, digits_np
     run = simulate(_with(module, old, new), digits_npz, run_config, FAST)
     assert run.diagnosis.level == 1, run.diagnosis.report()
     assert words in run.diagnosis.report(), run.diagnosis.report()
+
+
+def test_a_predict_that_uses_another_module_of_the_codebase_is_checked_whole(
+    digits_npz, run_config
+):
+    # the model check runs the codebase's own modules beside task.py
+    modules = _with("task.py", "    return logits_of(weights, x.astype(np.float32))",
+                    "    import strategy  # noqa: F401\n"
+                    "    return logits_of(weights, x.astype(np.float32))")  # fmt: skip
+    run = simulate(modules, digits_npz, run_config, FAST)
+    assert run.diagnosis.ok, run.diagnosis.report()

@@ -318,3 +318,27 @@ def test_dev_is_read_only_and_dev_shm_is_capped():
     assert "/dev 0 Read-only file system" in outcome.stdout
     shm = [line for line in outcome.stdout.splitlines() if line.startswith("/dev/shm ")]
     assert shm and int(shm[0].split()[1]) <= FAST.disk_mb * 2**20, shm
+
+
+def test_packages_that_hold_the_tasks_data_are_hidden():
+    # scikit-learn ships the digits rows Helmsman's tasks are made of, and
+    # evoflow holds every task generator and its seeds: a program could look
+    # its test labels up with either. Neither imports (an empty folder stands
+    # in for each), and the digits file, read by its host path, is not there.
+    import sklearn
+
+    digits = Path(sklearn.__file__).parent / "datasets" / "data" / "digits.csv.gz"
+    assert digits.is_file()  # on the host
+    code = (
+        "import importlib\n"
+        "for name in ('sklearn.datasets', 'evoflow.helmsman.partitions'):\n"
+        "    try:\n        importlib.import_module(name)\n        print('imported', name)\n"
+        "    except ImportError:\n        print('no', name)\n"
+        f"try:\n    open({str(digits)!r}, 'rb').read(1)\n    print('read digits')\n"
+        "except OSError:\n    print('no digits file')\n"
+    )
+    outcome = attack(code)
+    assert "no sklearn" in outcome.stdout and "no evoflow" in outcome.stdout, (
+        outcome.stdout
+    )
+    assert "no digits file" in outcome.stdout and "imported" not in outcome.stdout

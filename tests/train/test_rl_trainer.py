@@ -348,3 +348,14 @@ def test_a_gigpo_span_groups_each_step_by_the_observation_it_answered(
     for anchors, group in zip(seen["anchors"], seen["groups"].tolist(), strict=True):
         firsts.setdefault(group, set()).add(anchors[0])
     assert all(len(f) == 1 for f in firsts.values())
+
+
+def test_anchor_states_are_the_texts_each_training_turn_answered():
+    from evoflow.store.schema import Message
+    from evoflow.train.rl.groups import anchor_states
+
+    messages = [Message("system", "rules"), Message("user", "room 1"),
+                Message("assistant", "go"), Message("user", "room 2"),
+                Message("assistant", "look", loss=False), Message("user", "room 2"),
+                Message("assistant", "go")]  # fmt: skip
+    assert anchor_states(make_episode(messages=messages)) == ["room 1", "room 2"]

@@ -23,7 +23,7 @@ HEADER = re.compile(r"\A\s*#\s*file\s*:\s*`?([\w./-]+\.py)`?[ \t]*\n", re.IGNORE
 
 CONTRACT = """\
 The codebase runs offline in a sandbox (no network, no files outside its folder) as five
-modules: task.py (data loading, model, local training and evaluation), strategy.py
+modules: task.py (data loading, model, local training and `predict`), strategy.py
 (`build_strategy(config)` returning a Flower strategy), client_app.py (a
 `flwr.clientapp.ClientApp` named `app`), server_app.py (a `flwr.serverapp.ServerApp`
 named `app`) and run.py (the entry point). Available: Python 3.11, numpy and flwr 1.42

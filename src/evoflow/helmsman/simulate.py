@@ -48,7 +48,9 @@ def simulate(modules: dict[str, str], data: bytes, config: dict,
     log = "\n".join(
         kept.get(name, b"").decode("utf-8", "replace") for name in ("stdout", "stderr")
     )
-    scores = scoring.history(kept.get(scoring.PREDICTIONS), labels)
+    scores = scoring.history(
+        kept.get(scoring.PREDICTIONS), labels, int(config["rounds"])
+    )
     unscored = [scores.problem] if scores.problem else []
     if not unscored and outcome.status == "passed":
         model = kept.get(scoring.MODEL)

@@ -44,7 +44,8 @@ ALGORITHMS = REFERENCE / "agentgym_rl_table6_algorithms.csv"
 COUNTS = REFERENCE / "agentgym_rl_subset_counts.csv"
 ALGORITHM_COLUMNS = {"textcraft": "TextCraft", "babyai": "BabyAI"}
 ESTIMATOR_TITLES = {"grpo": "GRPO", "reinforce_pp": "REINFORCE++", "rloo": "RLOO",
-                    "ppo": "PPO"}  # fmt: skip
+                    "ppo": "PPO", "task_relative": "Task-Relative REINFORCE++",
+                    "gigpo": "GiGPO"}  # fmt: skip
 # The paper's rows shown beside ours: the backbones and the paper's own agents.
 PAPER_ROWS = ("Qwen2.5-3B-Instruct", "Qwen2.5-7B-Instruct", "AgentGym-RL-3B",
               "AgentGym-RL-7B", "ScalingInter-7B")  # fmt: skip

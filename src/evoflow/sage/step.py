@@ -117,7 +117,8 @@ def run_step(step: int, pool: Pool, ask: Ask, checker: Checker,
             rate = c["call"].info["solve_rate"]
             entry = Entry(c["problem"], step, refs[0].problem.id, c["score"], rate)
             accept = R.accepted(c["score"], True, settings.weights)
-            accept = accept and (rate > 0 or not settings.require_solved)
+            solved = c["call"].info["solved"]  # some sample fully verified
+            accept = accept and (solved or not settings.require_solved)
             status = pool.offer(entry, accept)
             offers[status] += 1
             c["call"].info["pool"] = status
@@ -150,6 +151,7 @@ def _difficulty(challenges: list[dict], ask: Ask, checker: Checker, settings) ->
         c["call"].info |= {
             "solve_rate": sum(solved) / n,
             "difficulty": R.difficulty(solved),
+            "solved": any(s == 1.0 for s in solved),
         }
 
 

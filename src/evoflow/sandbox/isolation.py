@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
 import os
 import secrets
 import shutil
@@ -38,6 +39,10 @@ from pathlib import Path
 INBOX = "/sandbox/in"  # the run's inputs, read-only
 WORKDIR = "/sandbox/work"  # the program's only writable folder (with /tmp)
 SETUP = "scripts/setup/bubblewrap.sh"
+# Packages a program could score itself with, hidden under an empty folder:
+# ours (every task generator and its seeds) and scikit-learn (its bundled data
+# sets, the source of Helmsman's digits rows)
+HIDDEN = ("evoflow", "sklearn")
 
 
 class SandboxUnavailable(RuntimeError):
@@ -55,6 +60,8 @@ def command(inbox: Path, disk_bytes: int) -> list[str]:
     args += _system_mounts()
     for prefix in _interpreter_roots():
         args += ["--ro-bind", prefix, prefix]
+    for folder in _hidden_folders():
+        args += ["--size", "4096", "--tmpfs", folder, "--remount-ro", folder]
     args += ["--ro-bind", str(inbox), INBOX, "--dev", "/dev"]
     for folder in (WORKDIR, "/tmp", "/dev/shm"):
         args += ["--size", str(disk_bytes), "--tmpfs", folder]
@@ -91,6 +98,21 @@ def _interpreter_roots() -> list[str]:
     return [
         r for r in kept if not any(r.startswith(o + os.sep) for o in kept if o != r)
     ]
+
+
+@functools.cache
+def _hidden_folders() -> tuple[str, ...]:
+    """The folders of the ``HIDDEN`` packages that lie inside a bound root
+    (an editable install outside the environment is not bound at all)."""
+    roots = _interpreter_roots()
+    found = set()
+    for name in HIDDEN:
+        spec = importlib.util.find_spec(name)
+        for folder in (spec.submodule_search_locations or []) if spec else []:
+            for path in (os.path.abspath(folder), os.path.realpath(folder)):
+                if any(path == r or path.startswith(r + os.sep) for r in roots):
+                    found.add(path)
+    return tuple(sorted(found))
 
 
 @functools.cache

@@ -237,11 +237,16 @@ def _anchor_ids(anchors: list[list], steps: torch.Tensor, device) -> torch.Tenso
     """An integer id per step from its trajectory's list of state keys."""
     codes: dict = {}
     ids = []
+    counts: dict[int, int] = {}
     for t, n in steps.T.tolist():
-        if n >= len(anchors[t]):
-            raise ValueError(f"trajectory {t} has {n + 1} steps but {len(anchors[t])} "
+        counts[t] = n + 1
+        ids.append(
+            codes.setdefault(anchors[t][n] if n < len(anchors[t]) else None, len(codes))
+        )
+    for t, n in counts.items():
+        if n != len(anchors[t]):
+            raise ValueError(f"trajectory {t} has {n} steps but {len(anchors[t])} "
                              "anchor states")  # fmt: skip
-        ids.append(codes.setdefault(anchors[t][n], len(codes)))
     return torch.tensor(ids, device=device)
 
 

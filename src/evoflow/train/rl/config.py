@@ -153,7 +153,7 @@ class RLConfig:
             raise ValueError(
                 f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}"
             )
-        if self.estimator in ("grpo", "rloo") and self.samples_per_task < 2:
+        if self.estimator in ("grpo", "rloo", "gigpo") and self.samples_per_task < 2:
             raise ValueError(
                 f"{self.estimator} compares samples of a task: samples_per_task must "
                 f"be >= 2, got {self.samples_per_task}"

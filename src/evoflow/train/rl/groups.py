@@ -36,12 +36,13 @@ def zero_variance_share(episodes: list[Episode]) -> float:
 
 
 def anchor_states(episode: Episode) -> list[str]:
-    """GiGPO's anchor state of each of the episode's steps: the text the
-    agent answered (the message before each of its turns)."""
+    """GiGPO's anchor state of each of the episode's steps (its assistant
+    turns that train): the text the agent answered, the message before."""
     states, last = [], ""
     for message in episode.messages:
         if message.role == "assistant":
-            states.append(last)
+            if message.loss is not False:
+                states.append(last)
         else:
             last = message.content
     return states
