@@ -6,7 +6,7 @@
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
 #     --implementation cp --platform manylinux_2_28_x86_64 -d .whl \
 #     duckdb==2.0.0 dill==0.4.1 math-verify==0.9.0 latex2sympy2-extended==1.11.0 \
-#     antlr4-python3-runtime==4.13.2
+#     antlr4-python3-runtime==4.13.2 pytest==9.2.0 pluggy iniconfig cloudpickle
 #   mkdir -p .gpu-cache/models && cp -r ~/.cache/evoflow/models/tiny-random-llama-v2 \
 #     .gpu-cache/models/
 # then carry .whl and .gpu-cache to the GPU machine and run: bash tests/gpu/run.sh

@@ -107,9 +107,8 @@ def test_sampled_logprobs_match_a_teacher_forced_forward_on_the_device(policy):
     batch = collate(turn_sequences(tokenizer, episodes), tokenizer.pad_token_id or 0)
     device = next(model.parameters()).device
     assert device.type == DEVICE
-    batch = type(batch)(
-        *(getattr(batch, k).to(device) for k in batch.__dataclass_fields__)
-    )
+    fields = (getattr(batch, k) for k in batch.__dataclass_fields__)
+    batch = type(batch)(*(f if f is None else f.to(device) for f in fields))
     with torch.no_grad():
         forced = token_logprobs(model, batch, torch.bfloat16)
     mask = batch.loss_mask.bool()
