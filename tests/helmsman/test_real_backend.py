@@ -6,6 +6,7 @@ loop ends within its budget whatever the model says."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -35,6 +36,7 @@ def served_model():
         [sys.executable, "-m", "evoflow.cli", "serve-policy", "--model", MODEL,
          "--port", str(port), "--max-context", "8192"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},  # beside the test workers' threads
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 180
@@ -57,7 +59,7 @@ def test_the_loop_runs_through_a_served_model(
     served_model, tmp_path, digits_npz, run_config
 ):
     policy = OpenAIPolicy(MODEL, base_url=served_model, max_context=8192, timeout=120)
-    llm = AgentLLM(policy, tmp_path / "calls.jsonl", max_new_tokens=64)
+    llm = AgentLLM(policy, tmp_path / "calls.jsonl", max_new_tokens=32)
     planned = plan_task(get_task("Q1").query, llm, AutoApprover(), max_rounds=1)
     # a 135M planner rarely writes all four sections; the coders then get the query
     modules, _, notes = write_codebase(planned.plan or get_task("Q1").query, llm)
