@@ -13,6 +13,7 @@ from evoflow.helmsman import codebase
 from evoflow.helmsman.scoring import Labels, history, withhold
 from evoflow.helmsman.simulate import simulate
 from evoflow.sandbox import Limits
+from tests.helmsman.test_diagnose import _with
 
 FAST = Limits(seconds=60, memory_mb=4096, output_kb=4096)
 
@@ -96,13 +97,6 @@ def test_predictions_that_cannot_be_scored_are_named(arrays, words):
     scores = history(_npz(**arrays), LABELS, rounds=2)
     assert scores.rounds == [] and words in scores.problem, scores.problem
     assert "wrote no predictions.npz" in history(None, LABELS, 2).problem
-
-
-def _with(module: str, old: str, new: str) -> dict[str, str]:
-    modules = codebase.baseline()
-    assert old in modules[module], f"{old!r} not in {module}"
-    modules[module] = modules[module].replace(old, new)
-    return modules
 
 
 MODEL_FAULTS = {

@@ -44,7 +44,8 @@ class FederatedData:
     task_test: np.ndarray | None = None
 
 
-_UNREADABLE = (OSError, ValueError, TypeError, EOFError, zipfile.BadZipFile, zlib.error)
+# what reading a malformed .npz raises
+UNREADABLE = (OSError, ValueError, TypeError, EOFError, zipfile.BadZipFile, zlib.error)
 _FIELDS = ("x_train", "y_train", "x_test", "y_test", "labeled", "task_ids")
 
 
@@ -69,7 +70,7 @@ def load(path: str | Path) -> FederatedData:
     try:
         with np.load(path, allow_pickle=False) as npz:
             arrays = {key: npz[key] for key in npz.files}
-    except _UNREADABLE as exc:
+    except UNREADABLE as exc:
         raise ValueError(f"{path}: not a readable .npz archive ({exc})") from exc
     try:
         meta = json.loads(str(arrays["meta"]))

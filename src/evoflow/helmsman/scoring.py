@@ -24,12 +24,11 @@ from __future__ import annotations
 import io
 import json
 import re
-import zipfile
-import zlib
 from dataclasses import dataclass
 
 import numpy as np
 
+from evoflow.helmsman.datafile import UNREADABLE
 from evoflow.sandbox import Limits, run_files
 
 PREDICTIONS = "predictions.npz"
@@ -38,7 +37,6 @@ WITHHELD = re.compile(r"y_test(_\d+)?")
 KEY = re.compile(r"(global|clients|tasks)_(0|[1-9]\d{0,5})(?:_(0|[1-9]\d{0,5}))?")
 AGREE = 0.99  # share of rows the saved model must predict as the last round did
 CHECK_LIMITS = Limits(seconds=60, memory_mb=4096, output_kb=8192)
-_UNREADABLE = (OSError, ValueError, TypeError, EOFError, zipfile.BadZipFile, zlib.error)
 
 PREDICT = """\
 import numpy as np
@@ -66,10 +64,9 @@ def withhold(data: bytes) -> tuple[bytes, Labels]:
     """A task's ``data.npz`` split into what the sandbox gets (every array
     but the test labels) and the labels the host keeps."""
     try:
-        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-            arrays = {key: npz[key] for key in npz.files}
-    except _UNREADABLE as error:
-        raise ValueError(f"the task's data is not a readable .npz ({error})") from error
+        arrays = _arrays(data)
+    except ValueError as error:
+        raise ValueError(f"the task's data is {error}") from error
     if "y_test" not in arrays:
         raise ValueError("the task's data has no y_test")
     count = sum(1 for key in arrays if re.fullmatch(r"y_test_\d+", key))
@@ -127,14 +124,19 @@ def _complete(parsed: dict[str, dict], clients: int) -> None:
                                  f"client(s) {absent[:5]}")  # fmt: skip
 
 
+def _arrays(payload: bytes) -> dict[str, np.ndarray]:
+    """Every array of an .npz given as bytes; ValueError if it is unreadable."""
+    try:
+        with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
+            return {key: npz[key] for key in npz.files}
+    except UNREADABLE as error:
+        raise ValueError(f"not a readable .npz ({error})") from error
+
+
 def _parse(payload: bytes, labels: Labels, rounds: int) -> dict[str, dict]:
     """Every array, checked: a known key of a round played, one integer class
     per row."""
-    try:
-        with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
-            arrays = {key: npz[key] for key in npz.files}
-    except _UNREADABLE as error:
-        raise ValueError(f"not a readable .npz ({error})") from error
+    arrays = _arrays(payload)
     parsed: dict[str, dict] = {"global": {}, "clients": {}, "tasks": {}}
     for key, array in arrays.items():
         match = KEY.fullmatch(key)
@@ -190,10 +192,9 @@ def check_model(modules: dict[str, str], features: bytes, config: dict,
     if model is None:
         return [f"it saved no {MODEL} (the final global model's arrays)"]
     try:
-        with np.load(io.BytesIO(model), allow_pickle=False) as saved:
-            weights = [saved[key] for key in saved.files]
-    except _UNREADABLE as error:
-        return [f"its {MODEL} is not a readable .npz ({error})"]
+        weights = list(_arrays(model).values())
+    except ValueError as error:
+        return [f"its {MODEL} is {error}"]
     if not weights or not all(
         np.isfinite(w).all() for w in weights if w.dtype.kind in "fc"
     ):
@@ -203,7 +204,7 @@ def check_model(modules: dict[str, str], features: bytes, config: dict,
     outcome, kept = run_files(files, CHECK_LIMITS, collect=("final.npy", "stderr"))
     try:
         final = np.load(io.BytesIO(kept["final.npy"]), allow_pickle=False)
-    except (KeyError, *_UNREADABLE):
+    except (KeyError, *UNREADABLE):
         error = kept.get("stderr", b"").decode("utf-8", "replace").strip()[-300:]
         return [f"task.predict on the saved {MODEL} failed ({outcome.status}): {error}"]
     if not (isinstance(final, np.ndarray) and final.ndim == 1
