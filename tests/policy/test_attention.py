@@ -6,7 +6,11 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from evoflow.policy.attention import _grouped_decode, attention_implementation
+from evoflow.policy.attention import (
+    _grouped_decode,
+    _in_place,
+    attention_implementation,
+)
 from evoflow.policy.models import resolve_model
 
 
@@ -99,3 +103,32 @@ def test_grouped_decode_equals_sdpa(dtype, tolerance, boolean_mask):
     # Assert
     assert ours.shape == (4, 1, 9, 64) and ours.dtype == dtype
     assert (ours.float() - reference).abs().max() < tolerance
+
+
+@pytest.mark.parametrize("boolean_mask", [True, False])
+def test_grouped_decode_reads_a_sliced_cache_in_place(boolean_mask):
+    # Prepare: a cache buffer of 50 columns of which 37 are filled, the rest
+    # holding large values that must get no attention weight
+    torch.manual_seed(0)
+    q = torch.randn(4, 9, 1, 64)
+    k_buffer, v_buffer = torch.randn(4, 3, 50, 64), torch.randn(4, 3, 50, 64)
+    k_buffer[:, :, 37:] = 1e4
+    v_buffer[:, :, 37:] = 1e4
+    k, v = k_buffer[:, :, :37], v_buffer[:, :, :37]
+    attend = torch.ones(4, 1, 1, 37, dtype=torch.bool)
+    attend[2, ..., :20] = False
+    mask = (
+        attend if boolean_mask else torch.zeros(attend.shape).masked_fill(~attend, -1e9)
+    )
+
+    # Execute
+    ours = _grouped_decode(q, k, v, mask, None)
+    packed = _grouped_decode(q, k.contiguous(), v.contiguous(), mask, None)
+    widened = _in_place(k)
+
+    # Assert: the same attention as on packed copies, from the buffer itself
+    torch.testing.assert_close(ours, packed, atol=1e-5, rtol=1e-5)
+    assert widened.shape == (4, 3, 50, 64)
+    assert widened.data_ptr() == k_buffer.data_ptr()
+    assert _in_place(k_buffer[:, :, 5:37]).shape[2] == 32  # not a leading slice
+    assert _in_place(k.transpose(1, 2)).shape == (4, 37, 3, 64)  # other layouts kept

@@ -9,7 +9,7 @@ quarters of a step's time on CPU). PyTorch's SDPA handles grouped heads itself
 
 Decoding steps (one query token per row) take another path: the query heads of
 each KV group are stacked into one matrix and multiplied with that group's
-keys and values directly. On CPU this is 3x faster than SDPA in fp32 and 20x
+keys and values directly, read in place from the cache's storage (``_in_place``). On CPU this is 3x faster than SDPA in fp32 and 20x
 faster in bf16, whose SDPA kernel is slow for a single query (measured per
 layer at batch 10, 1,500 cached tokens: fp32 4.5 → 1.6 ms, bf16 12.9 → 0.6 ms).
 Scores are soft-maxed in fp32.
@@ -64,18 +64,41 @@ def _grouped_decode(query, key, value, mask, scaling) -> torch.Tensor:
     """
     b, heads, _, d = query.shape
     kv_heads, n = key.shape[1], key.shape[2]
+    key, value = _in_place(key), _in_place(value)
+    if key.shape[2] != value.shape[2]:
+        key, value = key[:, :, :n], value[:, :, :n]
     grouped = query.reshape(b, kv_heads, heads // kv_heads, d)
     scale = scaling if scaling is not None else d**-0.5
     scores = torch.matmul(grouped, key.transpose(-1, -2)).float() * scale
     if mask is not None:
         mask = mask[..., :n].reshape(mask.shape[0], 1, 1, n)
         if mask.dtype == torch.bool:
-            scores = scores.masked_fill(~mask, float("-inf"))
+            scores[..., :n].masked_fill_(~mask, float("-inf"))
         else:
-            scores = scores + mask.float()
+            scores[..., :n] += mask.float()
+    scores[..., n:] = float("-inf")  # storage past the filled columns
     weights = torch.softmax(scores, dim=-1).to(value.dtype)
     output = torch.matmul(weights, value)  # (b, kv_heads, group, d)
     return output.reshape(b, 1, heads, d)
+
+
+def _in_place(t: torch.Tensor) -> torch.Tensor:
+    """``t`` (b, h, n, d) widened to the whole buffer it is the leading columns
+    of, where it is such a slice (a KV cache exposing its filled columns).
+
+    A batched matmul copies an operand whose matrices are not packed one after
+    another — a sliced cache is not — so every decoding step would copy the
+    whole cache in every layer (three quarters of a step at width 32). Widened,
+    it is read in place; the caller masks the columns past ``n``.
+    """
+    b, h, n, d = t.shape
+    s0, s1, s2, s3 = t.stride()
+    if s3 != 1 or s2 != d or s1 % d or s0 != h * s1 or s1 // d <= n:
+        return t
+    end = t.storage_offset() + b * s0
+    if end * t.element_size() > t.untyped_storage().nbytes():
+        return t
+    return t.as_strided((b, h, s1 // d, d), (s0, s1, s2, s3))
 
 
 def attention_implementation() -> str:
