@@ -168,3 +168,56 @@ def test_bf16_weights_play_the_same_greedy_episodes_as_fp32():
         for d in ("float32", "bfloat16")
     )
     assert fp32 == bf16
+
+
+def _counting(policy: HFPolicy) -> list[int]:
+    """Tokens fed to ``policy``'s model, appended per forward pass."""
+    fed: list[int] = []
+
+    def hook(module, args, kwargs):
+        fed.append(kwargs["input_ids"].numel())
+
+    policy.base.register_forward_pre_hook(hook, with_kwargs=True)
+    return fed
+
+
+def test_a_shared_opening_is_encoded_once_and_changes_no_reply():
+    # Prepare: four episodes opening with the same long instructions, one not
+    rules = "Follow these rules with care. " * 12
+    opened = [
+        [
+            {"role": "system", "content": rules},
+            {"role": "user", "content": f"Task {i}."},
+        ]
+        for i in range(4)
+    ] + [[{"role": "system", "content": "Other."}, {"role": "user", "content": "Go."}]]
+    shared = HFPolicy("tiny-random-llama", max_context=1024, dtype="float32")
+    plain = HFPolicy(
+        "tiny-random-llama", max_context=1024, dtype="float32", share_prefix=False
+    )
+    fed = {"shared": _counting(shared), "plain": _counting(plain)}
+    keys = [f"e{i}" for i in range(5)]
+
+    # Execute: a first turn, then a second from each episode's own cache
+    replies = {}
+    for name, policy in (("shared", shared), ("plain", plain)):
+        chats = [list(c) for c in opened]
+        first = policy.generate(chats, SAMPLED, seeds=[1, 2, 3, 4, 5], keys=keys)
+        for chat, reply in zip(chats, first, strict=True):
+            chat += [
+                {"role": "assistant", "content": reply.text},
+                {"role": "user", "content": "Next."},
+            ]
+        second = policy.generate(chats, SAMPLED, seeds=[6, 7, 8, 9, 10], keys=keys)
+        replies[name] = (first, second)
+
+    # Assert: the same replies and log-probs; the opening encoded once, not 4 times
+    for a, b in zip(replies["shared"], replies["plain"], strict=True):
+        assert texts(a) == texts(b)
+        for x, y in zip(a, b, strict=True):
+            assert x.token_ids == y.token_ids
+            torch.testing.assert_close(x.logprobs, y.logprobs, atol=1e-4, rtol=0)
+    a, b = shared.encode(opened[0]), shared.encode(opened[1])
+    opening = next(n for n, (x, y) in enumerate(zip(a, b, strict=False)) if x != y)
+    assert opening > 32
+    assert sum(fed["plain"]) - sum(fed["shared"]) == 3 * opening

@@ -2,8 +2,10 @@
 
 A multi-turn episode re-sends its whole history every turn. Instead of encoding
 it again, the backend keeps each episode's key/value cache (``evoflow.policy.kv``)
-and only encodes the tokens that are new since the last call; the decoding
-loop itself is ``evoflow.policy.decoding``.
+and only encodes the tokens that are new since the last call. Episodes that
+start in the same call and open with the same tokens (an env's instructions)
+share one encoding of that opening. The decoding loop itself is
+``evoflow.policy.decoding``.
 
 Adapters: a batch may mix LoRA adapters (PEFT's per-row ``adapter_names``).
 When one adapter serves the whole batch — evaluation of a global adapter,
@@ -22,6 +24,7 @@ import logging
 from pathlib import Path
 
 import torch
+from transformers.cache_utils import Cache
 
 from evoflow.envs.formats import NO_THINKING
 from evoflow.policy.adapters import adapter_digest
@@ -40,12 +43,15 @@ from evoflow.policy.base import (
 )
 from evoflow.policy.constrain import Vocabulary, constraints_for
 from evoflow.policy.decoding import decode
-from evoflow.policy.kv import PrefixStore
+from evoflow.policy.kv import Prefix, PrefixStore, SlotLayer, shared_prefixes
 from evoflow.policy.models import resolve_model
 from evoflow.precision import resolve_dtype
 
 log = logging.getLogger(__name__)
 BASE = "__base__"  # PEFT's name for "no adapter" in a mixed batch
+# New episodes whose prompts open with at least this many equal tokens share one
+# encoding of that opening (``share_prefix``).
+SHARED_MINIMUM = 32
 
 
 class HFPolicy(Policy):
@@ -66,6 +72,9 @@ class HFPolicy(Policy):
     merge_lora
         fold a batch-wide adapter into a copy of the weights (None: on CPU only,
         where the copy is cheap and the unmerged LoRA costs most).
+    share_prefix
+        rows of one call that start an episode and open with the same tokens
+        (an env's instructions) encode that opening once.
     """
 
     def __init__(
@@ -77,6 +86,7 @@ class HFPolicy(Policy):
         device: str | None = None,
         reuse_cache: bool = True,
         merge_lora: bool | None = None,
+        share_prefix: bool = True,
     ) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -85,6 +95,7 @@ class HFPolicy(Policy):
         self.max_context = max_context
         self.batch_size = batch_size
         self.reuse_cache = reuse_cache
+        self.share_prefix = share_prefix
         self.device = torch.device(
             device or ("cuda" if torch.cuda.is_available() else "cpu")
         )
@@ -263,6 +274,9 @@ class HFPolicy(Policy):
             self._prefixes.match(key, prompt)
             for key, prompt in zip(cache_keys, prompts, strict=True)
         ]
+        forward = self._forward_for(tags)
+        if self.share_prefix:
+            self._share_openings(forward, prompts, matches, tags)
 
         def keep(row, tokens, cache, index, mask_row) -> None:
             if cache_keys[row] is None:
@@ -273,7 +287,7 @@ class HFPolicy(Policy):
             self._prefixes.keep(cache_keys[row], ids, cache, index, columns)
 
         out = decode(
-            self._forward_for(tags),
+            forward,
             prompts,
             matches,
             params,
@@ -289,6 +303,25 @@ class HFPolicy(Policy):
                 prompts, out.generated, out.finish, out.logprobs, strict=True
             )
         ]
+
+    def _share_openings(self, forward, prompts, matches, tags) -> None:
+        """Encode once the opening that rows without a cached history share."""
+        fresh = [r for r, (n, _) in enumerate(matches) if n == 0]
+        for rows, length in shared_prefixes(prompts, tags, fresh, SHARED_MINIMUM):
+            ids = prompts[rows[0]][:length]
+            cache = Cache(layer_class_to_replicate=lambda n=length: SlotLayer(n))
+            forward(
+                torch.tensor([ids]),
+                torch.ones((1, length), dtype=torch.long),
+                torch.arange(length)[None],
+                cache,
+                rows[:1],
+            )
+            opening = Prefix(
+                ids, [(lay.keys[0], lay.values[0]) for lay in cache.layers]
+            )
+            for r in rows:
+                matches[r] = (length, opening)
 
     def _generation(self, prompt, tokens, finish, logprobs, params) -> Generation:
         text_tokens = tokens[:-1] if finish == "stop" else tokens

@@ -7,6 +7,10 @@ Two kinds live here:
   an episode encodes only what is new. The longest common token prefix of the
   stored ids and the new prompt is reused, so a history that tokenizes
   differently the second time is still handled exactly.
+- ``shared_prefixes`` finds rows of one call whose prompts open with the same
+  tokens (an env's system prompt and instructions), so the backend encodes that
+  opening once and every such row starts from it. It depends only on the
+  call's own rows, never on earlier calls, so replies stay reproducible.
 - ``slot_cache`` builds the cache one ``generate`` call decodes into: storage
   for every row is allocated once, sized for the reused prefix, the new prompt
   tokens and every token the call may generate, so appending a step never
@@ -101,11 +105,7 @@ class PrefixStore:
         cached = self._entries.get(key) if key is not None else None
         if cached is None:
             return 0, None
-        limit = min(len(cached.ids), len(prompt) - 1)  # at least one token is fed
-        n = 0
-        while n < limit and cached.ids[n] == prompt[n]:
-            n += 1
-        return n, cached
+        return _common(cached.ids, prompt[:-1]), cached  # at least one token is fed
 
     def keep(self, key, ids: list[int], cache: Cache, row: int, columns) -> None:
         """Store row ``row`` of a batch cache; ``columns`` marks its real tokens."""
@@ -131,6 +131,38 @@ class PrefixStore:
 
     def clear(self) -> None:
         self._entries.clear()
+
+
+def shared_prefixes(
+    prompts: list[list[int]], tags: list, rows: list[int], minimum: int
+) -> list[tuple[list[int], int]]:
+    """Rows (of ``rows``) whose prompts share at least ``minimum`` leading tokens
+    under the same adapter ``tags``: ``(members, length)`` per cluster of two or
+    more, ``length`` leaving every member at least one token to encode.
+
+    Prompts are sorted, so a cluster is a run of neighbours and its common
+    prefix is the shortest common prefix of neighbouring pairs.
+    """
+    order = sorted(rows, key=lambda r: (str(tags[r]), prompts[r]))
+    clusters: list[tuple[list[int], int]] = []
+    for r in order:
+        if clusters and tags[clusters[-1][0][-1]] == tags[r]:
+            members, length = clusters[-1]
+            n = min(
+                _common(prompts[members[-1]], prompts[r]), length, len(prompts[r]) - 1
+            )
+            if n >= minimum:
+                clusters[-1] = (members + [r], n)
+                continue
+        clusters.append(([r], len(prompts[r]) - 1))
+    return [(members, n) for members, n in clusters if len(members) > 1]
+
+
+def _common(a: list[int], b: list[int]) -> int:
+    n, limit = 0, min(len(a), len(b))
+    while n < limit and a[n] == b[n]:
+        n += 1
+    return n
 
 
 def slot_cache(matches: list[Match], past: int, capacity: int) -> Cache:
