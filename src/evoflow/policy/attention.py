@@ -10,8 +10,9 @@ quarters of a step's time on CPU). PyTorch's SDPA handles grouped heads itself
 Decoding steps (one query token per row) take another path: the query heads of
 each KV group are stacked into one matrix and multiplied with that group's
 keys and values directly, read in place from the cache's storage
-(``_in_place``). On CPU this is 3x faster than SDPA in fp32 and 20x faster in bf16, whose SDPA kernel is slow for a single query (measured per
-layer at batch 10, 1,500 cached tokens: fp32 4.5 → 1.6 ms, bf16 12.9 → 0.6 ms).
+(``_in_place``). On CPU this is 3x faster than SDPA in fp32 and 20x faster
+in bf16, whose SDPA kernel is slow for a single query (measured per layer at
+batch 10, 1,500 cached tokens: fp32 4.5 → 1.6 ms, bf16 12.9 → 0.6 ms).
 Scores are soft-maxed in fp32.
 """
 
