@@ -1,21 +1,23 @@
 # Exploration and experience buffers of self-evolving methods (one client = one
-# env), shared by the families whose kinds explore (wiring: evoflow.methods).
+# env; a round's clients explore in one job, since they share its start adapter),
+# shared by the families whose kinds explore (wiring: evoflow.methods).
 
 
 rule explore:
     input:
         adapter=explore_adapter,
     output:
-        client_path("{method}", "{round}", "{env}", "explore.parquet"),
+        [client_path("{method}", "{round}", env, "explore.parquet") for env in ENVS],
     log:
-        f"{LOGS}/{{method}}/round={{round}}/explore/{{env}}.log",
+        f"{LOGS}/{{method}}/round={{round}}/explore.log",
     benchmark:
-        f"{LOGS}/bench/explore/{{method}}/round={{round}}/explore/{{env}}.tsv",
+        f"{LOGS}/bench/explore/{{method}}/round={{round}}/explore.tsv",
     wildcard_constraints:
         method=methods_where(lambda kind: kind.explores),
     params:
+        envs=ENVS,
         settings=lambda wc: runtime_settings(
-            [wc.env], ["explore", "max_turns", "remote", "strata"], explore_sampling(method_of(wc))
+            ENVS, ["explore", "max_turns", "remote", "strata"], explore_sampling(method_of(wc))
         ),
     threads: 1
     conda:

@@ -1,21 +1,21 @@
-"""A client explores its own environment with the current global adapter."""
+"""The clients of a round explore their own environments with the adapter the
+round starts from (all in one batch)."""
 
 import logging
 import sys
 
 from evoflow.config import config_hash
-from evoflow.rollout.explore import explore
+from evoflow.rollout.explore import explore_envs
 
 sys.stderr = open(snakemake.log[0], "w")
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)
 adapter = snakemake.input.get("adapter")
-explore(
+explore_envs(
     snakemake.params.settings,
     config_hash(snakemake.params.settings),
-    env_name=snakemake.wildcards.env,
     method=snakemake.wildcards.method,
     round=int(snakemake.wildcards.round),
     adapter=str(adapter) if adapter else None,
-    output=snakemake.output[0],
+    outputs=dict(zip(snakemake.params.envs, snakemake.output, strict=True)),
     threads=snakemake.threads,
 )

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 # Non-local jobs of one Fed-SE round on two envs; the manifests, buffers,
 # resolved config and report are local rules and must not reach Slurm.
 EXPECTED_REMOTE = Counter(
-    expert_demos=2, explore=2, train_client=2, aggregate=1, evaluate=1
+    expert_demos=2, explore=1, train_client=2, aggregate=1, evaluate=1
 )
 
 

@@ -27,7 +27,7 @@ CONFIGS = {
     "ablations": ROOT / "config" / "ablations.yaml",
     "paper-llama": ROOT / "config" / "paper" / "fedse_llama-2-7b.yaml",
 }
-DIGEST_ONLY = {"paper-llama"}  # 2,542 jobs: stored as count and sha256 only
+DIGEST_ONLY = {"paper-llama"}  # 1,982 jobs: stored as count and sha256 only
 
 
 def plan(config: Path) -> list[dict]:
