@@ -8,8 +8,10 @@ episodes of one call share (an env's instructions) once (``share_prefix``);
 fed to the model, the ratio (plain / shared, in the same run) and how many
 episodes are identical token for token.
 
+``--width`` overrides the config's ``generation.width`` for both.
+
     python benchmarks/prefix_sharing.py [--config config/config.yaml]
-        [--tasks 20] [--threads 1]
+        [--tasks 20] [--threads 1] [--width N]
 """
 
 from __future__ import annotations
@@ -53,10 +55,13 @@ def main() -> None:
     parser.add_argument("--config", default="config/config.yaml")
     parser.add_argument("--tasks", type=int, default=20, help="test tasks per env")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--width", type=int, help="episodes decoded together")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     count_forward()
     config = load_config(args.config)
+    if args.width:
+        config["generation"]["width"] = args.width
     results = {name: run(config, name == "shared", args.tasks)
                for name in ("plain", "shared")}  # fmt: skip
     for name, (episodes, seconds, fed) in results.items():
