@@ -287,19 +287,31 @@ class TextCraftEnv(TextEnv):
         return Step(f"Crafted {made}", float(done), done, done)
 
     def available_actions(self) -> list[str]:
-        """``inventory``, one batch of each listed command, ``get 1`` of its bases."""
-        bases = {
-            item
+        """What can be done now: ``inventory``; each listed command whose
+        ingredients are carried (one batch); and, for each base item a listed
+        command uses, a ``get`` of the amount one batch of that command needs.
+        Every listed action is accepted (refusals are never listed)."""
+        gets = {
+            (item, n)
             for command in self._commands
-            for item in self._command_items(command)
+            for item, n in self._command_amounts(command).items()
             if self._known(item) and not self._recipes(item)
         }
-        gets = [f"get 1 {readable(b)}" for b in sorted(bases)]
-        return ["inventory", *self._commands, *gets]
+        crafts = [
+            command
+            for command in self._commands
+            if all(
+                self._inventory.get(item, 0) >= n
+                for item, n in self._command_amounts(command).items()
+            )
+        ]
+        listed = [f"get {n} {readable(item)}" for item, n in sorted(gets)]
+        return ["inventory", *crafts, *listed]
 
-    def _command_items(self, command: str) -> list[str]:
+    def _command_amounts(self, command: str) -> dict[str, int]:
+        """Ingredient -> amount of one batch of a listed command."""
         match = CRAFT.fullmatch(command)
-        return list(parse_amounts(match.group(3)) or {}) if match else []
+        return (parse_amounts(match.group(3)) or {}) if match else {}
 
     # --- expert ------------------------------------------------------------
 
