@@ -191,7 +191,9 @@ def test_a_shared_opening_is_encoded_once_and_changes_no_reply():
         ]
         for i in range(4)
     ] + [[{"role": "system", "content": "Other."}, {"role": "user", "content": "Go."}]]
-    shared = HFPolicy("tiny-random-llama", max_context=1024, dtype="float32")
+    shared = HFPolicy(
+        "tiny-random-llama", max_context=1024, dtype="float32", share_prefix=True
+    )
     plain = HFPolicy(
         "tiny-random-llama", max_context=1024, dtype="float32", share_prefix=False
     )

@@ -4,7 +4,8 @@ A multi-turn episode re-sends its whole history every turn. Instead of encoding
 it again, the backend keeps each episode's key/value cache (``evoflow.policy.kv``)
 and only encodes the tokens that are new since the last call. Episodes that
 start in the same call and open with the same tokens (an env's instructions)
-share one encoding of that opening. The decoding loop itself is
+can share one encoding of that opening (``share_prefix``, off by default). The
+decoding loop itself is
 ``evoflow.policy.decoding``.
 
 Adapters: a batch may mix LoRA adapters (PEFT's per-row ``adapter_names``).
@@ -74,7 +75,9 @@ class HFPolicy(Policy):
         where the copy is cheap and the unmerged LoRA costs most).
     share_prefix
         rows of one call that start an episode and open with the same tokens
-        (an env's instructions) encode that opening once.
+        (an env's instructions) encode that opening once. Off by default: in
+        bf16 the opening's rounding then differs, which changes some greedy
+        choices (exact in fp32; see benchmarks/prefix_sharing.py).
     """
 
     def __init__(
@@ -86,7 +89,7 @@ class HFPolicy(Policy):
         device: str | None = None,
         reuse_cache: bool = True,
         merge_lora: bool | None = None,
-        share_prefix: bool = True,
+        share_prefix: bool = False,
     ) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
