@@ -5,8 +5,7 @@ it again, the backend keeps each episode's key/value cache (``evoflow.policy.kv`
 and only encodes the tokens that are new since the last call. Episodes that
 start in the same call and open with the same tokens (an env's instructions)
 can share one encoding of that opening (``share_prefix``, off by default). The
-decoding loop itself is
-``evoflow.policy.decoding``.
+decoding loop itself is ``evoflow.policy.decoding``.
 
 Adapters: a batch may mix LoRA adapters (PEFT's per-row ``adapter_names``).
 When one adapter serves the whole batch — evaluation of a global adapter,
