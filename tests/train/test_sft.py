@@ -338,6 +338,40 @@ def test_fixed_steps_cycle_small_buffers_and_sample_large_ones():
     assert SFTConfig(steps=4).to_dict()["steps"] == 4
 
 
+def test_explored_steps_add_a_budget_of_their_own_beside_the_demonstrations():
+    # Set up: 4 demonstrations (lengths 2-5) and explored episodes (lengths 10+)
+    demos = [Example([1] * n, [1] * n, 0) for n in (2, 3, 4, 5)]
+    found = [Example([1] * n, [1] * n, 0, explored=True) for n in (10, 11, 12)]
+    config = SFTConfig(steps=8, explored_steps=4, batch_size=1, epochs=2)
+
+    # Execute
+    many = _step_groups(demos + found, config)
+    one = _step_groups(demos + found[:1], config)
+    none = _step_groups(demos, config)
+
+    # Assert: the demonstrations keep their 8 steps (two passes over 4) however
+    # many explored episodes there are; the explored ones add min(4, 2 passes):
+    # 4 steps over 3 episodes, 2 over 1, none over none
+    def uses(groups):
+        lengths = [len(group[0][0].input_ids) for group in groups]
+        return sum(n < 10 for n in lengths), sum(n >= 10 for n in lengths)
+
+    assert uses(many) == (8, 4) and uses(one) == (8, 2) and uses(none) == (8, 0)
+    demo_lengths = sorted(
+        len(g[0][0].input_ids) for g in many if len(g[0][0].input_ids) < 10
+    )
+    assert demo_lengths == [2, 2, 3, 3, 4, 4, 5, 5]
+    explored = [len(g[0][0].input_ids) for g in many if len(g[0][0].input_ids) >= 10]
+    assert sorted(explored[:3]) == [10, 11, 12]  # a whole pass before a repeat
+    # the two pools are mixed, not appended one after the other
+    order = [len(g[0][0].input_ids) >= 10 for g in many]
+    assert order != sorted(order)
+    assert SFTConfig(steps=8, explored_steps=4).to_dict()["explored_steps"] == 4
+    assert "explored_steps" not in SFTConfig(steps=8).to_dict()
+    with pytest.raises(ValueError, match="explored_steps"):
+        SFTConfig(explored_steps=4)
+
+
 def test_initial_adapter_is_what_a_fresh_training_starts_from(chats, tmp_path):
     from evoflow.train.sft_trainer import initial_adapter
 
@@ -395,3 +429,30 @@ def test_fedprox_keeps_a_client_near_its_start(chats, tmp_path):
     assert held < 0.5 * free, (held, free)
     assert "proximal_mu" not in SFTConfig().to_dict()  # unset: job parameters unchanged
     assert SFTConfig(proximal_mu=0.1).to_dict()["proximal_mu"] == 0.1
+
+
+def test_a_buffer_trains_its_explored_episodes_on_their_own_budget(tmp_path):
+    from dataclasses import replace
+
+    from evoflow.store import ShardMeta, write_shard
+    from evoflow.store.manifest import write_shards_manifest
+    from evoflow.train.run import train_from_manifest
+
+    # Set up: a buffer of 2 expert demonstrations and 1 explored success
+    demos = expert_demos("maze", 3, "t", seed=0)
+    episodes = [*demos[:2], replace(demos[2], source="explore")]
+    meta = ShardMeta(experiment="t", config_hash="h", model_id="tiny", seed=0)
+    write_shard(tmp_path / "b.parquet", episodes, meta)
+    write_shards_manifest(tmp_path / "b.json", [tmp_path / "b.parquet"])
+    sft = {"steps": 3, "explored_steps": 5, "batch_size": 1, "epochs": 2,
+           "max_length": 512, "learning_rate": 1e-4}  # fmt: skip
+
+    # Execute
+    summary = train_from_manifest(
+        tmp_path / "b.json", "tiny-random-llama", tmp_path / "a", sft, progress=False
+    )
+
+    # Assert: 3 steps over the demonstrations, then min(5, two passes over the
+    # one explored episode) = 2 more
+    assert summary["optimizer_steps"] == 5
+    assert summary["buffer_explored_successes"] == 1

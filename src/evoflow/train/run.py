@@ -51,6 +51,7 @@ def train_from_manifest(
         loss_log,
         metadata,
         progress,
+        explored=[e.source != "expert" for e in episodes],
     )
 
 

@@ -37,6 +37,15 @@ class SFTConfig:
             "epochs decide)."
         },
     )
+    explored_steps: int | None = field(
+        default=None,
+        metadata={
+            "help": "With steps: up to this many more optimizer steps on the "
+            "episodes a client's own exploration found (epochs passes over them "
+            "at most), while steps covers its expert demonstrations alone (unset: "
+            "steps covers every episode)."
+        },
+    )
     batch_size: int = field(default=4, metadata={"help": "Sequences per micro-batch."})
     grad_accum: int = field(
         default=1, metadata={"help": "Micro-batches per optimizer step."}
@@ -87,6 +96,13 @@ class SFTConfig:
             raise ValueError(f"epochs must be > 0, got {self.epochs}")
         if self.steps is not None and self.steps < 1:
             raise ValueError(f"steps must be >= 1 or unset, got {self.steps}")
+        if self.explored_steps is not None and (
+            self.explored_steps < 1 or self.steps is None
+        ):
+            raise ValueError(
+                "explored_steps must be >= 1 and needs steps, got "
+                f"explored_steps={self.explored_steps}, steps={self.steps}"
+            )
         if not 0 <= self.lora_dropout < 1:
             raise ValueError(f"lora_dropout must be in [0, 1), got {self.lora_dropout}")
         if self.precision not in PRECISIONS:
@@ -100,11 +116,11 @@ class SFTConfig:
             raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
 
     def to_dict(self) -> dict:
-        """The settings; ``proximal_mu`` and ``steps`` only when set, so that
-        runs without them keep the job parameters (and caches) they had before
-        they existed."""
+        """The settings; ``proximal_mu``, ``steps`` and ``explored_steps`` only
+        when set, so that runs without them keep the job parameters (and
+        caches) they had before they existed."""
         settings = asdict(self)
-        for name in ("proximal_mu", "steps"):
+        for name in ("proximal_mu", "steps", "explored_steps"):
             if not settings[name]:
                 del settings[name]
         return settings

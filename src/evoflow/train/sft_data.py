@@ -26,6 +26,7 @@ class Example:
     input_ids: list[int]
     labels: list[int]
     cut_turns: int = 0
+    explored: bool = False  # found by the client's own exploration
 
     @property
     def trained_tokens(self) -> int:

@@ -23,6 +23,7 @@ import json
 import logging
 import math
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -50,6 +51,7 @@ def train_sft(
     loss_log: str | Path | None = None,
     metadata: dict | None = None,
     progress: bool = True,
+    explored: list[bool] | None = None,
 ) -> dict:
     """Fine-tune a LoRA adapter on ``chats`` and write a PEFT folder to ``output``.
 
@@ -67,6 +69,9 @@ def train_sft(
         JSON-lines file receiving one record per optimizer step.
     metadata
         extra fields for ``training.json`` (e.g. the buffer manifest's sha256).
+    explored
+        per chat, whether the client's own exploration found it (not an expert
+        demonstration): the pool ``config.explored_steps`` trains on.
 
     Returns
     -------
@@ -76,7 +81,10 @@ def train_sft(
     started = time.perf_counter()
     torch.manual_seed(config.seed)
     tokenizer, peft_model = load_lora_model(model, config, init_adapter)
-    examples, cut, dropped = _encode_all(tokenizer, chats, config.max_length)
+    flags = explored if explored is not None else [False] * len(chats)
+    examples, cut, dropped = _encode_all(
+        tokenizer, list(zip(chats, flags, strict=True)), config.max_length
+    )
     if cut:
         log.info("train: %d episodes cut to %d tokens", cut, config.max_length)
     if dropped:
@@ -185,14 +193,15 @@ def with_lora(base, config, init_adapter):
 
 
 def _encode_all(tokenizer, chats, max_length: int) -> tuple[list[Example], int, int]:
+    """``chats``: (chat, explored) pairs; each kept example carries its flag."""
     examples, cut, dropped = [], 0, 0
-    for chat in chats:
+    for chat, explored in chats:
         example = encode_within(tokenizer, chat, max_length)
         if example is None:
             dropped += 1
         elif example.trained_tokens:
             cut += example.cut_turns > 0
-            examples.append(_trim(example))
+            examples.append(replace(_trim(example), explored=explored))
     return examples, cut, dropped
 
 
@@ -205,7 +214,7 @@ def _trim(example: Example) -> Example:
 
 
 def _batches(
-    examples: list[Example], config: SFTConfig, epoch: int
+    examples: list[Example], config: SFTConfig, epoch: int, stream: str = "sft-order"
 ) -> list[list[Example]]:
     """Length-sorted micro-batches, in a seeded random order per epoch."""
     order = sorted(range(len(examples)), key=lambda i: (len(examples[i].input_ids), i))
@@ -213,25 +222,51 @@ def _batches(
         [examples[i] for i in order[k : k + config.batch_size]]
         for k in range(0, len(order), config.batch_size)
     ]
-    py_random(config.seed, "sft-order", epoch).shuffle(batches)
+    py_random(config.seed, stream, epoch).shuffle(batches)
     return batches
 
 
 def _step_groups(examples: list[Example], config: SFTConfig) -> list[list]:
-    """Micro-batches grouped per optimizer step, over all (fractional) epochs,
-    or cycled over as many passes as ``config.steps`` needs."""
-    if config.steps:
-        per_pass = math.ceil(len(examples) / config.batch_size)
-        wanted = config.steps * config.grad_accum
-        passes = math.ceil(wanted / per_pass)
-        micro = [b for e in range(passes) for b in _batches(examples, config, e)]
-        micro = micro[:wanted]
+    """Micro-batches grouped per optimizer step: over all (fractional) epochs;
+    or cycled over as many passes as ``config.steps`` needs; or, with
+    ``config.explored_steps``, ``steps`` cycled over the expert demonstrations
+    and up to ``explored_steps`` (``epochs`` passes at most) over the explored
+    episodes, the two mixed in a seeded order."""
+    if config.steps and config.explored_steps:
+        micro = _mixed(examples, config)
+    elif config.steps:
+        micro = _cycled(examples, config.steps * config.grad_accum, config)
     else:
         micro = _epoch_batches(examples, config)
     return [
         micro[k : k + config.grad_accum]
         for k in range(0, len(micro), config.grad_accum)
     ]
+
+
+def _cycled(
+    examples: list[Example], wanted: int, config: SFTConfig, stream: str = "sft-order"
+) -> list[list[Example]]:
+    """``wanted`` micro-batches: passes over ``examples``, each in a new order."""
+    if not examples:
+        return []
+    per_pass = math.ceil(len(examples) / config.batch_size)
+    passes = math.ceil(wanted / per_pass)
+    micro = [b for e in range(passes) for b in _batches(examples, config, e, stream)]
+    return micro[:wanted]
+
+
+def _mixed(examples: list[Example], config: SFTConfig) -> list[list[Example]]:
+    """The demonstrations' budget (``steps``) and the explored episodes' own
+    (``explored_steps``, at most ``epochs`` passes), shuffled together."""
+    demos = [e for e in examples if not e.explored]
+    found = [e for e in examples if e.explored]
+    most = math.ceil(config.epochs * math.ceil(len(found) / config.batch_size))
+    extra = min(config.explored_steps * config.grad_accum, most)
+    micro = _cycled(demos, config.steps * config.grad_accum, config)
+    micro += _cycled(found, extra, config, "sft-explored-order")
+    py_random(config.seed, "sft-mix").shuffle(micro)
+    return micro
 
 
 def _epoch_batches(examples: list[Example], config: SFTConfig) -> list[list]:
