@@ -5,13 +5,14 @@ import sys
 
 from evoflow.fed.server_round import server_round
 from evoflow.fed.settings import AggregationSettings
+from evoflow.tracking import record
 
 sys.stderr = open(snakemake.log[0], "w")
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)
 previous = snakemake.input.get("previous_comm")
 found = snakemake.input.get("reference")  # last round's global adapter, where needed
 reference = found if isinstance(found, str) else (list(found)[0] if found else None)
-server_round(
+comm = server_round(
     list(snakemake.input.clients),
     output=snakemake.output.adapter,
     comm_path=snakemake.output.comm,
@@ -24,3 +25,6 @@ server_round(
     reference=reference,
     previous_comm=str(previous) if previous else None,
 )
+record(snakemake.config, snakemake.wildcards.method, int(snakemake.wildcards.round),
+       "aggregate", {"strategy": snakemake.params.strategy, **snakemake.params.server},
+       comm)  # fmt: skip

@@ -5,6 +5,7 @@ import sys
 
 from evoflow.config import config_hash
 from evoflow.evaluate.run import run_evaluation
+from evoflow.tracking import record
 
 sys.stderr = open(snakemake.log[0], "w")
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)
@@ -16,7 +17,7 @@ else:
         env: str(snakemake.input[env]) if env in snakemake.input.keys() else None
         for env in envs
     }
-run_evaluation(
+metrics = run_evaluation(
     snakemake.params.settings,
     config_hash(snakemake.params.settings),
     method=snakemake.wildcards.method,
@@ -31,3 +32,5 @@ run_evaluation(
     threads=snakemake.threads,
     random_actions=snakemake.params.kind == "random",
 )
+record(snakemake.config, snakemake.wildcards.method, int(snakemake.wildcards.round),
+       "evaluate", {"envs": ",".join(envs), "adapters": adapters}, metrics)  # fmt: skip

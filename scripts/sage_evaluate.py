@@ -5,11 +5,12 @@ import sys
 
 from evoflow.config import config_hash
 from evoflow.sage.run import evaluate
+from evoflow.tracking import record
 
 sys.stderr = open(snakemake.log[0], "w")
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)
 adapter = str(snakemake.input.adapter) if "adapter" in snakemake.input.keys() else None
-evaluate(
+metrics = evaluate(
     snakemake.params.settings,
     config_hash(snakemake.params.settings),
     method=snakemake.wildcards.method,
@@ -19,3 +20,5 @@ evaluate(
     output={"episodes": snakemake.output.episodes, "metrics": snakemake.output.metrics},
     threads=snakemake.threads,
 )
+record(snakemake.config, snakemake.wildcards.method, int(snakemake.wildcards.round),
+       "evaluate", {"adapter": adapter}, metrics)  # fmt: skip

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from evoflow.config import config_hash
 from evoflow.sage.run import run_span
+from evoflow.tracking import record, step_series
 
 sys.stderr = open(snakemake.log[0], "w")
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)
@@ -14,7 +15,7 @@ if "state" in snakemake.input.keys():
     inputs["previous"] = str(Path(snakemake.input.state).parent)
 if "init" in snakemake.input.keys():
     inputs["init"] = str(snakemake.input.init)
-run_span(
+metrics = run_span(
     snakemake.params.settings,
     config_hash(snakemake.params.settings),
     method=snakemake.wildcards.method,
@@ -23,3 +24,5 @@ run_span(
     output=Path(snakemake.output.state).parent,
     threads=snakemake.threads,
 )
+record(snakemake.config, snakemake.wildcards.method, int(snakemake.wildcards.round),
+       "sage span", metrics["config"], metrics["span"], step_series(metrics["steps"]))  # fmt: skip

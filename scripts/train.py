@@ -3,12 +3,13 @@
 import logging
 import sys
 
+from evoflow.tracking import curve, record
 from evoflow.train.run import train_from_manifest
 
 sys.stderr = open(snakemake.log[0], "w")
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)
 init = snakemake.input.get("init")
-train_from_manifest(
+summary = train_from_manifest(
     snakemake.input.manifest,
     model=snakemake.params.model,
     output=snakemake.output[0],
@@ -17,3 +18,8 @@ train_from_manifest(
     loss_log=snakemake.params.loss_log,
     threads=snakemake.threads,
 )
+who = snakemake.wildcards.get("env", "pooled")
+record(snakemake.config, snakemake.wildcards.method, int(snakemake.wildcards.round),
+       f"train {who}", snakemake.params.sft,
+       {k: v for k, v in summary.items() if k not in ("loss_curve", "config")},
+       {"loss": curve(summary["loss_curve"])})  # fmt: skip

@@ -98,6 +98,24 @@ def _check_config(args: argparse.Namespace) -> int:
     return 0
 
 
+@command(
+    "tracking",
+    "Where an experiment's MLflow runs are (tracking: {mlflow: true}) and the "
+    "command that opens them in the MLflow UI.",
+    _config_args,
+)
+def _tracking(args: argparse.Namespace) -> int:
+    from evoflow.config import load_config
+    from evoflow.tracking import enabled, tracking_uri, ui_command
+
+    config = load_config(args.path)
+    state = "on" if enabled(config) else "off (tracking: {mlflow: true} turns it on)"
+    print(f"# MLflow tracking: {state}; runs of {config['experiment']!r} at "
+          f"{tracking_uri(config)}")  # fmt: skip
+    print(ui_command(config))
+    return 0
+
+
 # --- AgentTraj ---------------------------------------------------------------
 
 

@@ -83,3 +83,51 @@ def test_the_report_labels_curves_with_bytes_and_epsilon(run):
     private = server_summary(layout, "fedse_private", methods["fedse_private"])
     epsilon = _comm(run, "fedse_private", 2)["dp"]["epsilon"]
     assert private == f"{2 * 2 * 4 * params / 2**20:.1f} MiB up, ε = {epsilon:.3g}"
+
+
+def test_every_job_is_an_mlflow_run_nested_by_method_and_round(run):
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{run / RESULTS / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("tiny-fed-options")
+    runs = client.search_runs([experiment.experiment_id], max_results=1000)
+    by_id = {r.info.run_id: r for r in runs}
+
+    def path(r):  # the run's name, its round's, its method's
+        names = [r.info.run_name]
+        while "mlflow.parentRunId" in r.data.tags:
+            r = by_id[r.data.tags["mlflow.parentRunId"]]
+            names.append(r.info.run_name)
+        return tuple(reversed(names))
+
+    paths = {path(r) for r in runs}
+    for method in ("fedse_private", "fedse_exact"):
+        for round in (1, 2):
+            assert (method, f"{method} round {round}", "aggregate") in paths
+    for round in (1, 2):
+        for env in ("maze", "wordle"):
+            assert (
+                "fedse_private",
+                f"fedse_private round {round}",
+                f"train {env}",
+            ) in paths
+    assert ("fedse_private", "fedse_private round 2", "evaluate") in paths
+
+    # a training run carries the adapter's own numbers, its loss curve included
+    (train,) = [
+        r for r in runs if path(r)[1:] == ("fedse_private round 1", "train maze")
+    ]
+    folder = run / f"{RESULTS}/fedse_private/round=1/client=maze/adapter"
+    summary = json.loads((folder / "training.json").read_text())
+    assert train.data.params["learning_rate"] == "0.001"
+    assert train.data.metrics["optimizer_steps"] == summary["optimizer_steps"]
+    losses = client.get_metric_history(train.info.run_id, "loss")
+    assert [m.value for m in sorted(losses, key=lambda m: m.step)] == pytest.approx(
+        summary["loss_curve"]
+    )
+    (aggregate,) = [
+        r for r in runs if path(r)[1:] == ("fedse_private round 2", "aggregate")
+    ]
+    assert aggregate.data.metrics["dp.epsilon"] == pytest.approx(
+        _comm(run, "fedse_private", 2)["dp"]["epsilon"]
+    )

@@ -143,3 +143,24 @@ def test_test_time_scaling_caps_turns_and_samples_k_per_task(run):
         assert (run / f"reports/tiny-rl/figures/{figure}.png").read_bytes()[
             :4
         ] == b"\x89PNG"
+
+
+def test_each_span_is_an_mlflow_run_with_its_steps_as_series(run):
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{run / RESULTS / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("tiny-rl").experiment_id
+    runs = client.search_runs([exp], max_results=1000)
+    jobs = {(r.data.tags.get("evoflow.method"), r.data.tags.get("evoflow.round"),
+             r.info.run_name) for r in runs if r.data.tags.get("evoflow.level") == "job"}  # fmt: skip
+    assert ("agenttraj_sft", "1", "train pooled") in jobs
+    for method in ("agentgym_rl", "scalinginter_rl"):
+        assert {(method, "1", "rl span"), (method, "2", "rl span")} <= jobs
+    (span,) = [r for r in runs if r.info.run_name == "rl span"
+               and r.data.tags["evoflow.method"] == "scalinginter_rl"
+               and r.data.tags["evoflow.round"] == "2"]  # fmt: skip
+    history = client.get_metric_history(span.info.run_id, "horizon.textcraft")
+    assert [(m.step, m.value) for m in history] == [(2, 2.0)]  # step 2's horizon
+    reward = client.get_metric_history(span.info.run_id, "reward")
+    assert [m.value for m in reward] == [steps(run, "scalinginter_rl", 2)[0]["reward"]]
+    assert span.data.params["learning_rate"] == "0.001"
