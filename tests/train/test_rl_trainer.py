@@ -318,8 +318,9 @@ def test_the_kl_reference_is_the_policy_rl_starts_from(tmp_path):
     assert _weights(tmp_path / "resumed") == _weights(tmp_path / "whole")
 
 
+@pytest.mark.parametrize("key", ["observation", "history"])
 def test_a_gigpo_span_groups_each_step_by_the_observation_it_answered(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, key
 ):
     # Multi-turn Maze with the tiny model: every episode's anchor states are
     # the observations before its turns, and a task's samples share the first
@@ -337,7 +338,7 @@ def test_a_gigpo_span_groups_each_step_by_the_observation_it_answered(
     pool = TaskPool({"maze": env_factory("maze")}, [("maze", "0"), ("maze", "1")])
     config = RLConfig(estimator="gigpo", samples_per_task=2, tasks_per_step=2,
                       max_new_tokens=4, learning_rate=1e-3, width=4, lora_r=4,
-                      lora_alpha=8, gamma=0.95)  # fmt: skip
+                      lora_alpha=8, gamma=0.95, anchor_state={"maze": key})  # fmt: skip
     schedule = Span("tiny-random-llama", "t", "gigpo", 0, 1, HorizonSchedule((3,)))
     metrics = run_span(schedule, config, pool, policy, tmp_path / "s", progress=False)
     assert seen["estimator"] == "gigpo" and metrics["steps"][0]["updated"]
@@ -348,6 +349,9 @@ def test_a_gigpo_span_groups_each_step_by_the_observation_it_answered(
     for anchors, group in zip(seen["anchors"], seen["groups"].tolist(), strict=True):
         firsts.setdefault(group, set()).add(anchors[0])
     assert all(len(f) == 1 for f in firsts.values())
+    # the env's anchor-state key reached the estimator: histories join messages
+    joined = ["\x1e" in a for anchors in seen["anchors"] for a in anchors]
+    assert all(joined) if key == "history" else not any(joined)
 
 
 def test_anchor_states_are_the_texts_each_training_turn_answered():
@@ -359,3 +363,25 @@ def test_anchor_states_are_the_texts_each_training_turn_answered():
                 Message("assistant", "look", loss=False), Message("user", "room 2"),
                 Message("assistant", "go")]  # fmt: skip
     assert anchor_states(make_episode(messages=messages)) == ["room 1", "room 2"]
+    # history: every message before the step, so the two "room 2" steps differ
+    # only when what came before them does
+    history = anchor_states(make_episode(messages=messages), "history")
+    assert history == [
+        "rules\x1eroom 1",
+        "rules\x1eroom 1\x1ego\x1eroom 2\x1elook\x1eroom 2",
+    ]
+    with pytest.raises(ValueError, match="anchor state"):
+        anchor_states(make_episode(messages=messages), "position")
+
+
+def test_gigpo_anchor_state_is_chosen_per_env_and_checked():
+    from evoflow.train.rl.config import RLConfig
+
+    config = RLConfig(anchor_state={"wordle": "history"})
+    assert (
+        config.anchor("wordle") == "history" and config.anchor("maze") == "observation"
+    )
+    assert config.to_dict()["anchor_state"] == {"wordle": "history"}
+    assert "anchor_state" not in RLConfig().to_dict()  # caches of runs without it
+    with pytest.raises(ValueError, match="anchor_state.maze"):
+        RLConfig(anchor_state={"maze": "grid"})

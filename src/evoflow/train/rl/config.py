@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 
 from evoflow.precision import PRECISIONS
 from evoflow.train.rl.advantages import ESTIMATORS
+from evoflow.train.rl.groups import ANCHOR_STATES
 from evoflow.train.rl.reference import REFERENCES
 
 
@@ -67,6 +68,14 @@ class RLConfig:
         default=1.0,
         metadata={
             "help": "GiGPO's ω: weight of the step-level (anchor-state) advantage."
+        },
+    )
+    anchor_state: dict[str, str] = field(
+        default_factory=dict,
+        metadata={
+            "help": "GiGPO: per env, which steps count as one anchor state: "
+            "observation (the default: the same observation text) or history "
+            "(the same messages before the step)."
         },
     )
     lam: float = field(default=1.0, metadata={"help": "GAE λ (PPO)."})
@@ -153,11 +162,24 @@ class RLConfig:
             raise ValueError(
                 f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}"
             )
+        for env, key in self.anchor_state.items():
+            if key not in ANCHOR_STATES:
+                raise ValueError(f"anchor_state.{env} must be one of "
+                                 f"{', '.join(ANCHOR_STATES)}, got {key!r}")  # fmt: skip
         if self.estimator in ("grpo", "rloo", "gigpo") and self.samples_per_task < 2:
             raise ValueError(
                 f"{self.estimator} compares samples of a task: samples_per_task must "
                 f"be >= 2, got {self.samples_per_task}"
             )
 
+    def anchor(self, env: str) -> str:
+        """GiGPO's anchor-state key for ``env`` (``observation`` unless set)."""
+        return self.anchor_state.get(env, "observation")
+
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The settings; ``anchor_state`` only when set, so that runs without
+        it keep the job parameters (and caches) they had before it existed."""
+        settings = asdict(self)
+        if not settings["anchor_state"]:
+            del settings["anchor_state"]
+        return settings

@@ -35,14 +35,23 @@ def zero_variance_share(episodes: list[Episode]) -> float:
     return round(len(flat) / max(1, len(groups)), 4)
 
 
-def anchor_states(episode: Episode) -> list[str]:
+ANCHOR_STATES = ("observation", "history")  # what makes two steps one state
+
+
+def anchor_states(episode: Episode, key: str = "observation") -> list[str]:
     """GiGPO's anchor state of each of the episode's steps (its assistant
-    turns that train): the text the agent answered, the message before."""
-    states, last = [], ""
+    turns that train). ``observation`` (GiGPO's): the text the agent answered,
+    the message before. ``history``: every message before the step — for envs
+    whose latest observation does not fix the state (Wordle's feedback on one
+    guess says nothing of the guesses before it)."""
+    if key not in ANCHOR_STATES:
+        raise ValueError(f"anchor state must be one of {', '.join(ANCHOR_STATES)}, "
+                         f"got {key!r}")  # fmt: skip
+    states, before, last = [], [], ""
     for message in episode.messages:
-        if message.role == "assistant":
-            if message.loss is not False:
-                states.append(last)
-        else:
+        if message.role == "assistant" and message.loss is not False:
+            states.append(last if key == "observation" else "\x1e".join(before))
+        if message.role != "assistant":
             last = message.content
+        before.append(message.content)
     return states

@@ -336,7 +336,8 @@ def learn(learner: Learner, episodes: list[Episode], config: RLConfig, template,
         values = values_of(learner.model, batch, learner.dtype, learner.critic)
     advantages, returns = token_advantages(batch, rewards, groups, config.estimator,
                                            values, config.gamma, config.lam,
-                                           anchors=[anchor_states(e) for e in episodes],
+                                           anchors=[anchor_states(e, config.anchor(e.env))
+                                                    for e in episodes],
                                            omega=config.step_weight)  # fmt: skip
     prepare = time.perf_counter() - clock
     learner.model.train()
