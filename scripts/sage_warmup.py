@@ -4,7 +4,7 @@ import logging
 import sys
 
 from evoflow.sage.run import warm_up
-from evoflow.tracking import curve, record
+from evoflow.tracking import record, training
 
 sys.stderr = open(snakemake.log[0], "w")
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)
@@ -12,5 +12,4 @@ summary = warm_up(snakemake.params.settings, snakemake.input.pool, snakemake.out
         threads=snakemake.threads)  # fmt: skip
 # shared by every SAGE method: logged as its own method, round 0
 record(snakemake.config, "sage_warmup", 0, "train warm-up", summary["config"],
-       {k: v for k, v in summary.items() if k not in ("loss_curve", "config")},
-       {"loss": curve(summary["loss_curve"])})  # fmt: skip
+       *training(summary))  # fmt: skip

@@ -3,7 +3,7 @@
 import logging
 import sys
 
-from evoflow.tracking import curve, record
+from evoflow.tracking import record, training
 from evoflow.train.run import train_from_manifest
 
 sys.stderr = open(snakemake.log[0], "w")
@@ -20,6 +20,4 @@ summary = train_from_manifest(
 )
 who = snakemake.wildcards.get("env", "pooled")
 record(snakemake.config, snakemake.wildcards.method, int(snakemake.wildcards.round),
-       f"train {who}", snakemake.params.sft,
-       {k: v for k, v in summary.items() if k not in ("loss_curve", "config")},
-       {"loss": curve(summary["loss_curve"])})  # fmt: skip
+       f"train {who}", snakemake.params.sft, *training(summary))  # fmt: skip

@@ -60,9 +60,9 @@ def record(config: dict, method: str, round: int, job: str, params: dict,
     """Log one job as a run under (experiment, method, round); its run id.
 
     ``params`` and ``metrics`` may nest (keys joined with ``.``); non-numeric
-    metrics are left out. ``series`` maps a metric to its (step, value)
-    pairs (a loss curve, an RL span's per-step statistics). Returns None when tracking is off or failed
-    (a warning says why).
+    metrics are left out. ``series`` maps a metric to its (step, value) pairs
+    (a loss curve, an RL span's per-step statistics). Returns None when
+    tracking is off or failed (a warning says why).
     """
     if not enabled(config):
         return None
@@ -80,6 +80,13 @@ def record(config: dict, method: str, round: int, job: str, params: dict,
 def curve(values: list[float]) -> list[tuple[int, float]]:
     """A per-step list (e.g. ``loss_curve``) as (step, value) pairs from 1."""
     return list(enumerate(values, start=1))
+
+
+def training(summary: dict) -> tuple[dict, Series]:
+    """An SFT job's ``training.json`` summary as (metrics, series): its loss
+    curve as the ``loss`` series, its settings left to the parameters."""
+    metrics = {k: v for k, v in summary.items() if k not in ("loss_curve", "config")}
+    return metrics, {"loss": curve(summary["loss_curve"])}
 
 
 def step_series(rows: list[dict], step: str = "step") -> Series:
