@@ -115,6 +115,19 @@ def rl_settings(wildcards):
     return {**settings, "kind": method.kind.name, "options": method.options}
 
 
+def rl_client_span_inputs(wildcards):
+    method = method_of(wildcards)
+    return family(method).client_span_inputs(LAYOUT, method, int(wildcards.round), wildcards.env)
+
+
+def rl_client_settings(wildcards):
+    """A federated client's span params: the runtime settings of its env alone,
+    the kind and the client's RL options (the server step is not its business)."""
+    method = method_of(wildcards)
+    settings = runtime_settings([wildcards.env], ["max_turns", "remote", "strata"])
+    return {**settings, "kind": method.kind.name, "options": family(method).client_options(method)}
+
+
 def sage_settings():
     """SAGE's experiment-wide params: its data and warm-up (not the methods')."""
     section = config.get("sage") or {}

@@ -1,4 +1,5 @@
-"""One span of RL training steps (evoflow.train.rl.run)."""
+"""One span of RL training steps (evoflow.train.rl.run): a method's span, or
+one federated client's span of a round (the client's env only)."""
 
 import logging
 import sys
@@ -13,8 +14,12 @@ logging.basicConfig(level=logging.INFO, stream=sys.stderr)
 inputs = {}
 if "state" in snakemake.input.keys():
     inputs["previous"] = str(Path(snakemake.input.state).parent)
-if "init" in snakemake.input.keys():
-    inputs["init"] = str(snakemake.input.init)
+for key in (
+    "init",
+    "start",
+):  # the first span's start; a federated client's round start
+    if key in snakemake.input.keys():
+        inputs["init"] = str(snakemake.input[key])
 metrics = run_rl_span(
     snakemake.params.settings,
     config_hash(snakemake.params.settings),
@@ -24,5 +29,7 @@ metrics = run_rl_span(
     output=Path(snakemake.output.state).parent,
     threads=snakemake.threads,
 )
+client = snakemake.wildcards.get("env")
+job = f"rl span {client}" if client else "rl span"
 record(snakemake.config, snakemake.wildcards.method, int(snakemake.wildcards.round),
-       "rl span", metrics["config"], metrics["span"], step_series(metrics["steps"]))  # fmt: skip
+       job, metrics["config"], metrics["span"], step_series(metrics["steps"]))  # fmt: skip

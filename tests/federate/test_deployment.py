@@ -152,3 +152,25 @@ def test_a_client_of_another_rank_is_refused_and_a_lost_one_named(tmp_path):
     assert "r is 4" in comm["refused"]["wordle"]
     log = (tmp_path / "federation/tiny-federate/fedse/logs/run.log").read_text()
     assert "client wordle refused" in log
+
+
+def test_federated_rl_runs_as_a_deployment_and_equals_the_simulation(tmp_path):
+    # federated GRPO from a fresh LoRA: each SuperNode runs its RL span from the
+    # server's adapter and its own state of last round; the server averages
+    rl = "results/tiny-federate/fedrl"
+    simulated = tmp_path / "simulated"
+    snakemake(simulated, f"{rl}/round=2/global/adapter", config=CONFIG)
+    federated = tmp_path / "federated"
+    summary = federate(CONFIG, "fedrl", federated, timeout=600)
+    assert [r["participants"] for r in summary["rounds"]] == [["maze", "wordle"]] * 2
+    for round in (1, 2):
+        ours = load_file(federated / f"{rl}/round={round}/{ADAPTER}")
+        theirs = load_file(simulated / f"{rl}/round={round}/{ADAPTER}")
+        assert ours.keys() == theirs.keys()
+        for name, tensor in theirs.items():
+            torch.testing.assert_close(ours[name], tensor, rtol=0, atol=1e-6)
+    client = federated / "clients/wordle" / rl / "round=2/client=wordle"
+    state = torch.load(client / "state.pt", weights_only=False)
+    assert state["step"] == 2  # the client resumed its own state of round 1
+    assert not list((federated / "results").rglob("*.parquet"))  # episodes stay home
+    assert len(list((federated / "clients").rglob("rollouts.parquet"))) == 4

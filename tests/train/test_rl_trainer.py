@@ -318,6 +318,33 @@ def test_the_kl_reference_is_the_policy_rl_starts_from(tmp_path):
     assert _weights(tmp_path / "resumed") == _weights(tmp_path / "whole")
 
 
+def test_a_client_span_resumes_its_own_state_on_the_servers_adapter(tmp_path):
+    # Prepare: a client's first span from a fresh LoRA (KL reference: the base
+    # model), and another adapter that stands for the server's average
+    from peft import get_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    from evoflow.train.rl.trainer import load_learner
+
+    policy, pool, config = tiny_setup()
+    run_span(span(0, 1), config, pool, policy, tmp_path / "own", progress=False)
+    run_span(span(0, 1), replace(config, learning_rate=1.0), pool, policy,
+             tmp_path / "server", progress=False)  # fmt: skip
+    server = load_file(tmp_path / "server" / ADAPTER / "adapter_model.safetensors")
+    # Execute
+    learner = load_learner(
+        span(1, 1), config, tmp_path / "own", tmp_path / "server" / ADAPTER
+    )
+    # Assert: the server's weights, the client's optimizer (one AdamW step so
+    # far) and its reference (the base model, not the server's adapter)
+    loaded = get_peft_model_state_dict(learner.model)
+    assert loaded.keys() == server.keys()
+    assert all(torch.equal(loaded[k].float(), server[k].float()) for k in server)
+    steps = {float(s["step"]) for s in learner.optimizer.state_dict()["state"].values()}
+    assert steps == {1.0}
+    assert learner.reference is None
+
+
 @pytest.mark.parametrize("key", ["observation", "history"])
 def test_a_gigpo_span_groups_each_step_by_the_observation_it_answered(
     tmp_path, monkeypatch, key

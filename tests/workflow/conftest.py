@@ -21,7 +21,7 @@ def snakemake(
         sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
         "--directory", str(workdir), "--configfile", str(config), "--cores", "2",
         "--set-threads", "explore=1", "train_client=1", "train_pooled=1", "evaluate=1",
-        "rl_span=1", "tts_turns=1", "tts_passk=1",
+        "rl_span=1", "rl_client_span=1", "tts_turns=1", "tts_passk=1",
         *args,
     ]  # fmt: skip
     run = subprocess.run(command, capture_output=True, text=True, **kwargs)

@@ -79,7 +79,7 @@ def who(message: Message, context: Context) -> Message:
 
 @app.train()
 def train(message: Message, context: Context) -> Message:
-    from evoflow.methods import methods_from_config
+    from evoflow.methods import family, methods_from_config
 
     client, root = node_settings(context)
     task = message.content.config_records[wire.TASK]
@@ -87,10 +87,9 @@ def train(message: Message, context: Context) -> Message:
     method = site_training(methods_from_config(config)[str(task["method"])], context)
     layout = steps.client_layout(root, config)
     start = None
-    if round > 1:
-        start = wire.write_start(
-            message.content, layout.global_adapter(method.name, round - 1)
-        )
+    expected = family(method).start_adapter(layout, method, round)
+    if expected is not None:  # last round's average, or round 1's rl.init adapter
+        start = wire.write_start(message.content, expected)
     folder = steps.client_round(config, method, client, round, start, layout)
     reply = wire.encode_adapter(load_adapter(folder), str(task["uplink"]), client)
     reply[wire.COUNTS] = wire.counts_record(folder)

@@ -181,16 +181,20 @@ def ask_who(grid: Grid, nodes: list[int], clients: list[str],
 
 
 def task_content(plan: Plan, method, layout: Layout, round: int) -> RecordDict:
-    """What the server sends down: the round, the config and (from round 2)
-    last round's global adapter."""
+    """What the server sends down: the round, the config and the adapter the
+    round starts from — last round's global adapter; in round 1 none (a fresh
+    LoRA), or a federated RL method's ``rl.init`` adapter, which must then be
+    in the server's store."""
     server = AggregationSettings(**method.options.get("aggregation", {}))
     task = ConfigRecord({"method": method.name, "round": round, "uplink": server.uplink,
                          "config": json.dumps(plan.config, sort_keys=True)})  # fmt: skip
-    if round == 1:
+    start = family(method).start_adapter(layout, method, round)
+    if start is None:
         return RecordDict({wire.TASK: task})
-    content = wire.encode_adapter(
-        load_adapter(layout.global_adapter(method.name, round - 1))
-    )
+    if not Path(start).is_dir():
+        raise FederationError(f"round {round} starts from {start}, which the server "
+                              "does not have (train it first, e.g. with snakemake)")  # fmt: skip
+    content = wire.encode_adapter(load_adapter(start))
     content[wire.TASK] = task
     return content
 
@@ -255,7 +259,7 @@ def run_round(grid: Grid, plan: Plan, method, layout: Layout, nodes: dict[str, i
         layout.comm(name, round), family(method).aggregation(method),
         server, round, None,  # participant sample and DP noise from the OS
         plan.config["model"]["name"], method.sft_for(1, clients[0]).to_dict(),
-        reference=layout.global_adapter(name, previous) if previous and server.needs_reference else None,
+        reference=next(iter(family(method).reference_adapter(layout, method, round)), None),
         previous_comm=layout.comm(name, previous) if previous else None,
         federation=clients, lost=lost,
     )  # fmt: skip

@@ -75,6 +75,8 @@ def client_round(config: dict, method: Method, env: str, round: int,
     from evoflow.store.manifest import build_buffer
     from evoflow.train.run import train_from_manifest
 
+    if method.kind.family == "fedrl":
+        return rl_client_round(config, method, env, round, start, layout, threads)
     wiring = family(method)
     ensure_expert_demos(layout, config, env)
     name = method.name
@@ -103,3 +105,28 @@ def client_round(config: dict, method: Method, env: str, round: int,
     )
     log.info("client %s: round %d of %s trained -> %s", env, round, name, output)
     return output
+
+
+def rl_client_round(config: dict, method: Method, env: str, round: int,
+                    start: str | None, layout: Layout, threads: int = 1) -> str:  # fmt: skip
+    """A federated RL client's round: one RL span on its env from ``start``,
+    resuming its own state of last round (the ``rl_client_span`` job's call);
+    returns the trained adapter's folder. A client that missed last round
+    (lost under partial participation) starts a fresh optimizer state."""
+    from evoflow.train.rl.run import run_rl_span
+
+    settings = {**jobs.runtime_settings(config, [env], ["max_turns", "remote", "strata"]),
+                "kind": method.kind.name, "options": family(method).client_options(method)}  # fmt: skip
+    inputs = {"init": start} if start else {}
+    previous = Path(layout.client(method.name, round - 1, env, "state.pt"))
+    if round > 1 and previous.is_file():
+        inputs["previous"] = str(previous.parent)
+    elif round > 1:
+        log.warning(
+            "client %s: no state of round %d; a fresh optimizer state", env, round - 1
+        )
+    output = Path(layout.client(method.name, round, env, "adapter"))
+    run_rl_span(settings, config_hash(settings), method=method.name, round=round,
+                inputs=inputs, output=output.parent, threads=threads)  # fmt: skip
+    log.info("client %s: round %d of %s trained -> %s", env, round, method.name, output)
+    return str(output)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from evoflow.methods import agentevol, fedse, rl, sage
+from evoflow.methods import agentevol, fedrl, fedse, rl, sage
 from evoflow.methods.base import Kind, Method
 from evoflow.train.sft_config import SFTConfig
 
-FAMILIES = {module.FAMILY: module for module in (fedse, agentevol, rl, sage)}
+FAMILIES = {module.FAMILY: module for module in (fedse, agentevol, rl, fedrl, sage)}
 KINDS: dict[str, Kind] = {
     kind.name: kind for module in FAMILIES.values() for kind in module.KINDS
 }

@@ -22,8 +22,9 @@ def run_rl_span(settings: dict, config_hash: str, method: str, round: int,
 
     ``settings`` holds experiment, seed, model, generation, the envs (their
     ``max_turns`` and ``remote``) and the method's ``kind`` and ``options``;
-    ``inputs`` the previous span's folder (``previous``) or the adapter the
-    first span starts from (``init``), if any.
+    ``inputs`` the previous span's folder (``previous``) and/or the adapter the
+    span starts from (``init``: the first span's; with ``previous``, a federated
+    client's round start, see ``load_learner``), if any.
     """
     from evoflow.runtime import configure_threads, policy_from_config
 

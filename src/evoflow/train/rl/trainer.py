@@ -113,8 +113,9 @@ def run_span(span: Span, config: RLConfig, pool: TaskPool, policy: Policy,
     """Train steps ``span.start`` … ``span.start + span.steps - 1``; write ``output``.
 
     ``previous`` is the folder of the span before (None for the first);
-    ``init_adapter`` (first span only) starts from e.g. an SFT adapter instead
-    of a fresh LoRA. Returns the metrics also written to ``metrics.json``.
+    ``init_adapter`` starts from e.g. an SFT adapter instead of a fresh LoRA
+    (with ``previous``: its state on these weights, see ``load_learner``).
+    Returns the metrics also written to ``metrics.json``.
     """
     started = time.perf_counter()
     output = Path(output)
@@ -160,21 +161,25 @@ def load_learner(span: Span, config: RLConfig, previous, init_adapter,
                  adapters: tuple[str, ...] = ()) -> Learner:  # fmt: skip
     """The LoRA model, optimizer and critic — fresh, or as ``previous`` left them.
 
-    ``adapters`` names trainable adapters kept beside ``default`` (one LoRA per
-    role, say); each starts as ``init_adapter`` (or fresh) and is saved in a
-    subfolder of the adapter folder named after it, PEFT's multi-adapter layout.
+    With both ``previous`` and ``init_adapter`` the span resumes ``previous``'s
+    state (optimizer, critic, RNG, KL reference) on ``init_adapter``'s weights:
+    a federated client continuing from the server's average. ``adapters`` names
+    trainable adapters kept beside ``default`` (one LoRA per role, say); each
+    starts as ``init_adapter`` (or fresh) and is saved in a subfolder of the
+    adapter folder named after it, PEFT's multi-adapter layout.
     """
-    if previous is not None and init_adapter is not None:
-        raise ValueError("give previous (a span to resume) or init_adapter, not both")
-    state, start = None, init_adapter
+    if previous is not None and init_adapter is not None and adapters:
+        raise ValueError("a span with several adapters resumes from previous alone")
+    state, start = None, init_adapter  # the KL reference of a first span
     if previous is not None:
+        start = None  # a resumed span's reference travels in its state
         state = torch.load(Path(previous) / STATE, weights_only=False)
         if state["step"] != span.start:
             raise ValueError(
                 f"{previous}: that span ends before step {state['step']}, but this "
                 f"span starts at step {span.start}"
             )
-        init_adapter = Path(previous) / ADAPTER
+        init_adapter = init_adapter or Path(previous) / ADAPTER
     torch.manual_seed(derive_seed(config.seed, "rl-init"))
     tokenizer, model = load_lora_model(span.model, config, init_adapter)
     reference = rl_reference.attach(model, config.reference, start,
