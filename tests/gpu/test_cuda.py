@@ -95,6 +95,41 @@ def test_an_rl_span_updates_on_the_device(policy, estimator, tmp_path):
     assert json.loads((tmp_path / "span" / METRICS).read_text())["steps"] == rows
 
 
+def test_a_federated_rl_round_resumes_each_client_on_the_average_on_the_device(
+    policy, tmp_path
+):
+    from evoflow.fed.server_round import server_round
+    from evoflow.fed.settings import AggregationSettings
+    from evoflow.train.rl.trainer import load_learner
+
+    ids = DoorsEnv().task_ids("train")
+    config = RLConfig(samples_per_task=4, tasks_per_step=2, max_new_tokens=6,
+                      micro_batch=4, width=8, precision="bfloat16")  # fmt: skip
+    start = None
+    for round in (1, 2):
+        adapters = []
+        for k, name in enumerate(("even", "odd")):
+            pool = TaskPool({"doors": CoinDoors}, [("doors", t) for t in ids[k::2]])
+            output = tmp_path / f"round={round}" / name
+            previous = tmp_path / f"round={round - 1}" / name if start else None
+            metrics = run_span(Span(TINY, "gpu", "fedrl", round - 1, 1, HorizonSchedule((1,))),
+                               config, pool, policy, output, previous=previous,
+                               init_adapter=start, progress=False)  # fmt: skip
+            assert all(
+                r["updated"] and math.isfinite(r["loss"]) for r in metrics["steps"]
+            )
+            adapters.append(str(output / ADAPTER))
+        start = tmp_path / f"round={round}" / "global"
+        server_round(adapters, start, tmp_path / f"round={round}.json", "mean",
+                     AggregationSettings(), round, 0, TINY, {})  # fmt: skip
+    span = Span(TINY, "gpu", "fedrl", 2, 1, HorizonSchedule((1,)))
+    learner = load_learner(span, config, tmp_path / "round=2" / "odd", start)
+    moments = [v for s in learner.optimizer.state_dict()["state"].values()
+               for v in s.values() if torch.is_tensor(v) and v.dim() > 0]  # fmt: skip
+    print("fedrl optimizer state on", {str(m.device) for m in moments})
+    assert moments and all(m.device.type == DEVICE for m in moments)
+
+
 def test_sampled_logprobs_match_a_teacher_forced_forward_on_the_device(policy):
     from evoflow.train.sft_trainer import load_lora_model
 
