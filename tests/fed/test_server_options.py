@@ -272,3 +272,26 @@ def test_a_deployment_draws_its_sample_from_the_os():
     drawn = {tuple(sample_clients(clients, 0.5, None, 1)) for _ in range(5)}
     assert len(seeded) == 1 and len(drawn) > 1
     assert all(len(d) == 10 and list(d) == sorted(d, key=int) for d in drawn)
+
+
+def test_round_one_momentum_starts_from_no_velocity_whatever_its_reference_holds(
+    tmp_path,
+):
+    # a federated RL method's round 1 starts from another method's final adapter,
+    # which may carry that method's own server velocity: it must not carry over
+    start = write_adapter(tmp_path / "start", 1.0)
+    (tmp_path / "start" / "server_velocity.safetensors").write_bytes(
+        (tmp_path / "start" / "adapter_model.safetensors").read_bytes()
+    )  # a velocity of 1.0 everywhere
+    clients = [
+        write_adapter(tmp_path / f"client={k}" / "adapter", 2.0) for k in range(2)
+    ]
+    momentum = AggregationSettings(server_momentum=0.5)
+    aggregate_adapters(clients, tmp_path / "g", tmp_path / "c.json", round=1,
+                       settings=momentum, reference=start)  # fmt: skip
+    merged = load_file(tmp_path / "g" / "adapter_model.safetensors")
+    client = load_file(tmp_path / "client=0" / "adapter" / "adapter_model.safetensors")
+    # A: Δ = 2 - 1 = 1, velocity 0.5·0 + 1 = 1, so the global A is 1 + 1 = 2, the
+    # clients' own (with the stale velocity 1 + 0.5·1 + 1 = 2.5); B likewise at -2
+    assert merged.keys() == client.keys()
+    assert all(torch.allclose(merged[k], client[k]) for k in client)

@@ -64,8 +64,9 @@ def test_the_server_step_and_its_reference():
     assert fedrl.reference_adapter(LAYOUT, m, 2) == ["r/fedrl/round=1/global/adapter"]
     assert fedrl.reference_adapter(LAYOUT, methods()["fedrl"], 2) == []  # plain mean
     assert "aggregation" not in fedrl.client_options(m)  # clients never see it
-    with pytest.raises((ValueError, ConfigError), match="needs rl.init"):
-        methods(aggregation={"dp_clip": 1.0, "dp_noise": 0.1})
+    for server in ({"dp_clip": 1.0, "dp_noise": 0.1}, {"server_lr": 0.5}):
+        with pytest.raises((ValueError, ConfigError), match="needs rl.init"):
+            methods(aggregation=server)
 
 
 def test_artifacts_are_client_span_folders_adapters_and_comm_records():

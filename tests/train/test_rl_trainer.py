@@ -343,6 +343,11 @@ def test_a_client_span_resumes_its_own_state_on_the_servers_adapter(tmp_path):
     steps = {float(s["step"]) for s in learner.optimizer.state_dict()["state"].values()}
     assert steps == {1.0}
     assert learner.reference is None
+    with pytest.raises(
+        ValueError, match="several adapters resumes from previous alone"
+    ):
+        load_learner(span(1, 1), config, tmp_path / "own", tmp_path / "server" / ADAPTER,
+                     adapters=("role",))  # fmt: skip
 
 
 @pytest.mark.parametrize("key", ["observation", "history"])

@@ -3,8 +3,7 @@ client on its own env from the server's adapter and the client's own state;
 the server averages adapters only; every round is evaluated; resume.
 
 ``tiny_fedrl.yaml``: clients textcraft and doors, 2 rounds of 2 steps each;
-GRPO and GiGPO (server momentum 0.5) from AgentTraj-SFT, PPO (1 round) from a
-fresh LoRA.
+GRPO and GiGPO (server momentum 0.5) from AgentTraj-SFT, PPO from a fresh LoRA.
 """
 
 from __future__ import annotations
@@ -64,6 +63,14 @@ def test_a_client_keeps_its_optimizer_and_reference_across_rounds(run):
     assert reference and all(
         torch.equal(reference[k].float(), sft[k].float()) for k in reference
     )
+    # PPO from a fresh LoRA: the reference stays the base model, and the critic's
+    # moments run on across rounds with the LoRA's
+    ppo = torch.load(
+        client(run, "fedrl_ppo", 2, "doors") / "state.pt", weights_only=False
+    )
+    assert ppo["reference"] is None and ppo["critic"] is not None
+    steps = {float(s["step"]) for s in ppo["optimizer"]["state"].values()}
+    assert steps == {4.0} and len(ppo["optimizer"]["param_groups"]) == 2
 
 
 def test_the_global_adapter_is_the_mean_of_the_client_adapters(run):

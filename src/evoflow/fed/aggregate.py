@@ -114,7 +114,7 @@ def aggregate_adapters(
     federation = (population, population - len(record["not_sampled"]))
     merged, extra = combine(states, weights if applied == "weighted" else None,
                             settings, base, seed, round, federation)  # fmt: skip
-    velocity_in = _velocity(start)
+    velocity_in = _velocity(start) if round > 1 else None  # round 1: no velocity yet
     if settings.server_momentum > 0 or settings.server_lr != 1:
         merged, velocity = momentum_step(base, merged, velocity_in, settings.server_momentum,
                                          settings.server_lr)  # fmt: skip

@@ -92,5 +92,5 @@ def train(message: Message, context: Context) -> Message:
         start = wire.write_start(message.content, expected)
     folder = steps.client_round(config, method, client, round, start, layout)
     reply = wire.encode_adapter(load_adapter(folder), str(task["uplink"]), client)
-    reply[wire.COUNTS] = wire.counts_record(folder)
+    reply[wire.COUNTS] = wire.counts_record(folder, sft=method.kind.family != "fedrl")
     return Message(reply, reply_to=message)

@@ -112,19 +112,19 @@ def rl_client_round(config: dict, method: Method, env: str, round: int,
     """A federated RL client's round: one RL span on its env from ``start``,
     resuming its own state of last round (the ``rl_client_span`` job's call);
     returns the trained adapter's folder. A client that missed last round
-    (lost under partial participation) starts a fresh optimizer state."""
+    (lost under partial participation) has no state to resume — its optimizer
+    and its KL reference — and is refused: it stays out of the federation."""
     from evoflow.train.rl.run import run_rl_span
 
     settings = {**jobs.runtime_settings(config, [env], ["max_turns", "remote", "strata"]),
                 "kind": method.kind.name, "options": family(method).client_options(method)}  # fmt: skip
     inputs = {"init": start} if start else {}
     previous = Path(layout.client(method.name, round - 1, env, "state.pt"))
-    if round > 1 and previous.is_file():
+    if round > 1 and not previous.is_file():
+        raise FileNotFoundError(f"client {env}: no RL state of round {round - 1} ({previous}); "
+                                "a federated RL client that missed a round cannot rejoin")  # fmt: skip
+    if round > 1:
         inputs["previous"] = str(previous.parent)
-    elif round > 1:
-        log.warning(
-            "client %s: no state of round %d; a fresh optimizer state", env, round - 1
-        )
     output = Path(layout.client(method.name, round, env, "adapter"))
     run_rl_span(settings, config_hash(settings), method=method.name, round=round,
                 inputs=inputs, output=output.parent, threads=threads)  # fmt: skip

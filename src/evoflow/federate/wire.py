@@ -92,11 +92,10 @@ def check_records(content: RecordDict) -> None:
             )
 
 
-def counts_record(folder: str | Path) -> MetricRecord:
+def counts_record(folder: str | Path, sft: bool = True) -> MetricRecord:
     """The numbers of an adapter's training.json that the server step reads
-    (none for an RL span's adapter, which has no such file)."""
-    path = Path(folder) / "training.json"
-    summary = json.loads(path.read_text()) if path.is_file() else {}
+    (``sft`` False: an RL span's adapter, which has none)."""
+    summary = json.loads((Path(folder) / "training.json").read_text()) if sft else {}
     return MetricRecord(
         {k: summary[k] for k in COUNT_KEYS if isinstance(summary.get(k), (int, float))}
     )

@@ -10,7 +10,8 @@ fedrl  each round, every client (one env) runs one span of ``rl.span_steps``
 ====== ================================================================
 
 Round 0 is the starting agent (``rl.init``'s final adapter, or the base model
-with a fresh LoRA as round 1's start); every round is evaluated. A client's
+with a fresh LoRA as round 1's start); it, every ``fed.eval_stride``-th round and
+the last one are evaluated. A client's
 episodes, optimizer moments, critic (PPO) and RNG stay in its own folder
 (``round=<t>/client=<env>/``): round ``t`` resumes that state on the server's
 adapter, so only adapters ever cross to the server. The rollout budget of a
@@ -48,7 +49,8 @@ def resolve(config: dict, entry: dict) -> tuple[int, dict]:
     if server.needs_reference and options["init"] is None:
         raise ValueError(
             "a fedrl method whose fed.aggregation needs the clients' start adapter "
-            "(DP or server momentum) needs rl.init: round 1 would start from a fresh LoRA"
+            "(dp_clip, server_momentum or server_lr != 1) needs rl.init: round 1 "
+            "would start from a fresh LoRA the server cannot rebuild"
         )
     return rounds, {**options, "aggregation": server.to_dict()}
 
