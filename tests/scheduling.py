@@ -23,6 +23,7 @@ UNITS = {
     "tests/federate/test_tls.py": "federate tls",
     "tests/workflow/test_agentevol_dag.py": "agentevol run",
     "tests/workflow/test_fed_options_dag.py": "fed options run",
+    "tests/workflow/test_fedrl_dag.py": "fedrl run",
     "tests/workflow/test_helmsman_dag.py": "helmsman run",
     "tests/workflow/test_rl_dag.py": "rl run",
     "tests/workflow/test_sage_dag.py": "sage run",
