@@ -46,13 +46,18 @@ def federated(tmp_path_factory) -> Path:
     return workdir
 
 
-def test_global_adapters_equal_the_simulation(simulated, federated):
+def assert_same_global_adapters(federated: Path, simulated: Path, results: str) -> None:
+    """Rounds 1 and 2's global adapters of both runs agree to 1e-6."""
     for round in (1, 2):
-        ours = load_file(federated / f"{RESULTS}/round={round}/{ADAPTER}")
-        theirs = load_file(simulated / f"{RESULTS}/round={round}/{ADAPTER}")
+        ours = load_file(federated / f"{results}/round={round}/{ADAPTER}")
+        theirs = load_file(simulated / f"{results}/round={round}/{ADAPTER}")
         assert ours.keys() == theirs.keys()
         for name, tensor in theirs.items():
             torch.testing.assert_close(ours[name], tensor, rtol=0, atol=1e-6)
+
+
+def test_global_adapters_equal_the_simulation(simulated, federated):
+    assert_same_global_adapters(federated, simulated, RESULTS)
     first = load_file(federated / f"{RESULTS}/round=1/{ADAPTER}")
     second = load_file(federated / f"{RESULTS}/round=2/{ADAPTER}")
     assert any(not torch.equal(first[k], second[k]) for k in first)  # round 2 learned
@@ -163,12 +168,7 @@ def test_federated_rl_runs_as_a_deployment_and_equals_the_simulation(tmp_path):
     federated = tmp_path / "federated"
     summary = federate(CONFIG, "fedrl", federated, timeout=600)
     assert [r["participants"] for r in summary["rounds"]] == [["maze", "wordle"]] * 2
-    for round in (1, 2):
-        ours = load_file(federated / f"{rl}/round={round}/{ADAPTER}")
-        theirs = load_file(simulated / f"{rl}/round={round}/{ADAPTER}")
-        assert ours.keys() == theirs.keys()
-        for name, tensor in theirs.items():
-            torch.testing.assert_close(ours[name], tensor, rtol=0, atol=1e-6)
+    assert_same_global_adapters(federated, simulated, rl)
     client = federated / "clients/wordle" / rl / "round=2/client=wordle"
     state = torch.load(client / "state.pt", weights_only=False)
     moments = next(iter(state["optimizer"]["state"].values()))
