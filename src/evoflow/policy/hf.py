@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 from transformers.cache_utils import Cache
 
+import evoflow.policy.lean_import  # noqa: F401  (before transformers' models)
 from evoflow.envs.formats import NO_THINKING
 from evoflow.policy.adapters import adapter_digest
 from evoflow.policy.attention import attention_implementation

@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+import evoflow.policy.lean_import  # noqa: F401  (before transformers' models)
 from evoflow.atomic import atomic_path
 from evoflow.policy.attention import attention_implementation
 from evoflow.policy.models import resolve_model
