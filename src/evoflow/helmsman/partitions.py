@@ -17,7 +17,6 @@ from types import SimpleNamespace as Params
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy import ndimage
 
 from evoflow.helmsman.datafile import ClientData, FederatedData
 
@@ -141,6 +140,8 @@ def _noise(k: int, rng: Rng, p: Params):
 
 def _domains(k: int, rng: Rng, p: Params):
     """View: client i sees domain i (cycled): identity, invert, blur, rotate."""
+    from scipy import ndimage  # slow import (0.4 s): only to build
+
     s, rotate = p.blur_sigma, {"axes": (1, 2), "reshape": False, "order": 1}
     ops = {
         "identity": lambda x: x,
@@ -163,6 +164,8 @@ def _sites(k: int, rng: Rng, p: Params):
 
 def _styles(k: int, rng: Rng, p: Params):
     """View: per-client contrast (gamma) and stroke ('thick' = 2x2 dilation)."""
+    from scipy import ndimage  # slow import (0.4 s): only to build
+
     strokes = [p.stroke[i % len(p.stroke)] for i in range(k)]
     if not set(strokes) <= {"normal", "thick"}:
         raise ValueError(f"strokes must be 'normal' or 'thick', not {p.stroke}")
@@ -176,6 +179,8 @@ def _styles(k: int, rng: Rng, p: Params):
 
 def _writers(k: int, rng: Rng, p: Params):
     """View: per-writer shift and slant up to p.style = [pixels, shear]."""
+    from scipy import ndimage  # slow import (0.4 s): only to build
+
     if p.style is None:
         return None, {}
     style = rng.uniform(-1, 1, (k, 3)) * [p.style[0], p.style[0], p.style[1]]
