@@ -46,7 +46,7 @@ test: lint
 	# Debian's bubblewrap: the sandbox's OS isolation (its tests fail without it).
 	bash scripts/setup/bubblewrap.sh
 	# One worker per core; tests/scheduling.py says which tests go together.
-	pytest -n $(CORES) --durations=15
+	pytest -n $(CORES) --durations=30
 
 clean:
 	rm -rf $(VENV) .snakemake
