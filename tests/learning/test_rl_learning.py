@@ -1,5 +1,6 @@
-"""Learning guard of multi-turn RL: each estimator, through the LoRA trainer,
-raises the embedded model's reward on a game with a known optimum.
+"""Learning guard of multi-turn RL: one estimator of each trainer path (GRPO,
+PPO), through the LoRA trainer, raises the embedded model's reward on a game
+with a known optimum.
 
 The game is ``doors`` (one turn, reward 1 for the door the sign points to,
 optimum 1.0). The embedded SmolLM2-135M-Instruct, sampled at temperature 1.0,
@@ -99,7 +100,7 @@ def before(policy) -> float:
 # learning, sign and all, the tabular test guards for each estimator through
 # the same loss code. So the real model runs one estimator of each path.
 @pytest.mark.parametrize("estimator", TRAINER_PATHS)
-def test_each_estimator_raises_the_reward_towards_the_optimum(
+def test_each_trainer_path_raises_the_reward_towards_the_optimum(
     policy, before, estimator, tmp_path
 ):
     # Execute
