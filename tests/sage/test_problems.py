@@ -29,9 +29,24 @@ def test_math_problems_are_seeded_and_hold_their_answers():
     assert int(pct.answer) == price * (100 - off) * packs // 100
 
 
+def test_level_zero_is_one_operation_on_single_digits():
+    kinds = set()
+    for index in range(40):
+        problem = math_problem(0, 0, index)
+        numbers = [int(w.strip(".?")) for w in problem.question.split()
+                   if w.strip(".?").isdigit()]  # fmt: skip
+        finds = "finds" in problem.question
+        kinds.add(finds)
+        given, other = numbers
+        assert 1 <= other <= 9 and given <= (9 if finds else 18)
+        assert problem.answer == str(given + other if finds else given - other)
+        assert 1 <= int(problem.answer) <= (18 if finds else 9)
+    assert kinds == {True, False}  # both operations are drawn
+
+
 def test_every_math_answer_is_a_valid_gold():
     with MathVerifier() as verifier:
-        for level in (1, 2, 3, 4):
+        for level in (0, 1, 2, 3, 4):
             problem = math_problem(0, level, 1)
             assert verifier.parses(problem.answer)
             assert verifier.check(problem.answer, problem.answer).correct

@@ -52,7 +52,7 @@ def warm_up(settings: dict, pool_file: str | Path, output: str | Path,
     chats = warmup.demos(problems, settings["seed"])
     sft = SFTConfig(seed=settings["seed"], **(settings["sage"].get("warmup") or {}))
     log.info("sage warm-up: %d demonstrations", len(chats))
-    return train_sft(chats, settings["model"]["name"], output, sft, progress=False)
+    return train_sft(chats, settings["model"]["name"], output, sft, progress=True)
 
 
 def run_span(settings: dict, config_hash: str, method: str, round: int, inputs: dict,
