@@ -184,16 +184,14 @@ def _measure(config: dict, trial: dict, adapter: str | None) -> tuple[dict, dict
     policy = policy_from_config(config)
     try:
         tested = evaluate_envs(policy, {env: spec(env, "test", 0.0) for env in envs},
-                               {e: envs[e]["test"] for e in envs},
-                               {e: envs[e]["remote"] for e in envs},
-                               generation["width"],
-                               {e: envs[e].get("strata") for e in envs})  # fmt: skip
+                               envs, generation["width"])  # fmt: skip
         jobs = [Job(env, task, 0, spec(env, "train", None))
                 for env in envs for task in choose(split_ids(env, "train", envs[env]["remote"],
                                                              envs[env].get("strata")),
                                                    trial.get("explore", 0), config["seed"],
                                                    "calibration-explore", env)]  # fmt: skip
-        factories = {env: env_factory(env, envs[env]["remote"]) for env in envs}
+        factories = {env: env_factory(env, envs[env]["remote"], envs[env].get("dialect"))
+                     for env in envs}  # fmt: skip
         played = play(policy, factories, jobs, generation["width"]) if jobs else []
     finally:
         policy.close()

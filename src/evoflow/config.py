@@ -112,6 +112,7 @@ def _check_envs(config: dict[str, Any], source: str) -> None:
                     f"{source}: key 'envs.{name}.remote.test_ids': AgentGym servers do "
                     "not list their tasks; give the test task ids"
                 )
+        _check_dialect(name, env, f"{source}: key 'envs.{name}.dialect'")
         if name not in REGISTRY and env["demos"] and not env["demos_file"]:
             raise ConfigError(
                 f"{source}: key 'envs.{name}.demos': a remote environment has no expert; "
@@ -121,6 +122,24 @@ def _check_envs(config: dict[str, Any], source: str) -> None:
             raise ConfigError(
                 f"{source}: key 'envs.{name}.demos_file': no file at {env['demos_file']}"
             )
+
+
+def _check_dialect(name: str, env: dict[str, Any], where: str) -> None:
+    from evoflow.envs import DEFAULT_DIALECT, DIALECTS
+
+    dialect = env["dialect"]
+    if dialect == DEFAULT_DIALECT:
+        return
+    if (name, dialect) not in DIALECTS:
+        spoken = sorted(e for e, d in DIALECTS if d == dialect)
+        raise ConfigError(f"{where}: {dialect!r} is spoken by {', '.join(spoken)} only")
+    if env["remote"] is not None:
+        raise ConfigError(f"{where}: a remote environment speaks its server's words")
+    if env["demos"] and not env["demos_file"]:
+        raise ConfigError(
+            f"{where}: the {dialect} dialect has no expert; set demos: 0 or give "
+            "demos_file (AgentTraj JSON)"
+        )
 
 
 def _check_methods(config: dict[str, Any], source: str) -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import httpx
 import pytest
 
 from evoflow.envs import TaskError, make_env, play_expert, replay
@@ -51,3 +52,29 @@ def test_unknown_task_is_a_task_error(serve):
     server = serve("maze")
     with RemoteEnv(server.url) as remote, pytest.raises(TaskError, match="no task"):
         remote.reset("424242")
+
+
+def test_agentgym_babyai_rewards_become_changes_that_sum_to_its_last():
+    # AgentGym's BabyAI server reports the reward of the latest action and keeps
+    # it through answers that change nothing; a hidden late success (reward 0.45,
+    # not done) is lost again by the next action.
+    reported = iter([0.0, 0.45, 0.45, 0.0, 0.9])
+
+    def server(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/create":
+            return httpx.Response(200, json={"id": 0})
+        if request.url.path == "/reset":
+            return httpx.Response(
+                200, json={"observation": "Your goal: go", "done": False}
+            )
+        reward = next(reported)
+        return httpx.Response(200, json={"observation": "o", "reward": reward,
+                                         "done": reward > 0.5})  # fmt: skip
+
+    client = httpx.Client(transport=httpx.MockTransport(server))
+    env = RemoteEnv("http://agentgym", protocol="agentgym", env="babyai", client=client)
+    env.reset("2")
+    steps = [env.step("a") for _ in range(5)]
+    assert [s.reward for s in steps] == pytest.approx([0.0, 0.45, 0.0, -0.45, 0.9])
+    assert [s.success for s in steps] == [False] * 4 + [True]
+    assert sum(s.reward for s in steps) == pytest.approx(0.9)

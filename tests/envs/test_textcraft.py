@@ -216,6 +216,35 @@ def test_unknown_task_and_step_before_reset():
         env.reset("abc")
 
 
+def test_tag_names_agentgym_shows_stand_for_their_items():
+    # AgentGym keeps a tag that no recipe makes a member of as an item of its own
+    # ("craft 4 jungle planks using 1 jungle logs"); here a tag reads as the
+    # member item its recipes resolve to (test_tags_resolve_to_one_member).
+    env = make_env("textcraft")
+    env.reset(CRAFTING_TABLE)
+
+    got = [
+        env.step(f"get {n}").observation for n in ("1 jungle logs", "4 logs", "1 coals")
+    ]
+    crafted = env.step("craft 4 jungle planks using 1 jungle logs")
+    crafted_only = [env.step(f"get 1 {tag}").observation for tag in ("planks", "wool")]
+
+    assert got == ["Got 1 jungle log", "Got 4 oak log", "Got 1 coal"]
+    assert crafted.observation == "Crafted 4 jungle planks" and crafted.valid
+    assert crafted_only == [
+        f"Cannot get {item}: it is not a base item; craft it."
+        for item in ("oak planks", "white wool")
+    ]
+    assert env.inventory == {"oak log": 4, "coal": 1, "jungle planks": 4}
+
+
+def test_a_tag_name_a_custom_task_uses_stays_its_own_item():
+    env = make_env("textcraft")
+    env.reset_custom("craft 4 jungle planks using 1 jungle logs", "jungle planks")
+    assert env.step("get 1 jungle logs").observation == "Got 1 jungle logs"
+    assert env.step("craft 4 jungle planks using 1 jungle logs").success
+
+
 def test_custom_task_shows_its_commands_and_can_use_them():
     # Prepare
     env = make_env("textcraft")

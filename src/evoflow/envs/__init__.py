@@ -32,14 +32,32 @@ REGISTRY = {
 }
 
 
-def env_class(name: str) -> type[TextEnv]:
-    """The environment class registered under ``name``."""
-    try:
-        module, _, attr = REGISTRY[name].partition(":")
-    except KeyError:
+# Other wordings of a registered environment (``envs.<env>.dialect``); the
+# default dialect, "evoflow", is the class in REGISTRY.
+DIALECTS = {
+    ("babyai", "agentgym"): "evoflow.envs.babyai_agentgym:AgentGymBabyAIEnv",
+}
+DEFAULT_DIALECT = "evoflow"
+
+
+def env_class(name: str, dialect: str | None = None) -> type[TextEnv]:
+    """The environment class registered under ``name`` (in ``dialect``; None is
+    the default dialect)."""
+    dialect = dialect or DEFAULT_DIALECT
+    if name not in REGISTRY:
         raise ValueError(
             f"unknown environment {name!r}; known: {', '.join(sorted(REGISTRY))}"
-        ) from None
+        )
+    path = (
+        REGISTRY[name] if dialect == DEFAULT_DIALECT else DIALECTS.get((name, dialect))
+    )
+    if path is None:
+        spoken = [d for env, d in DIALECTS if env == name]
+        raise ValueError(
+            f"{name} has no {dialect!r} dialect; it has "
+            f"{', '.join([DEFAULT_DIALECT, *spoken])}"
+        )
+    module, _, attr = path.partition(":")
     return getattr(importlib.import_module(module), attr)
 
 
@@ -49,15 +67,16 @@ def make_env(name: str) -> TextEnv:
 
 
 def env_factory(
-    name: str, remote: dict[str, Any] | None = None
+    name: str, remote: dict[str, Any] | None = None, dialect: str | None = None
 ) -> Callable[[], TextEnv]:
     """A callable making fresh environments: in-process, or sessions on a server.
 
-    ``remote`` is the config's ``envs.<name>.remote`` mapping (url, protocol).
+    ``remote`` is the config's ``envs.<name>.remote`` mapping (url, protocol),
+    ``dialect`` its ``envs.<name>.dialect`` (in-process environments only).
     Remote environments made by one factory share one connection pool.
     """
     if remote is None:
-        return env_class(name)
+        return env_class(name, dialect)
     import httpx
 
     from evoflow.envs.remote import RemoteEnv
@@ -107,6 +126,8 @@ def in_strata(name: str, ids: list[str], strata: list[str], where: str) -> list[
 
 
 __all__ = [
+    "DEFAULT_DIALECT",
+    "DIALECTS",
     "REGISTRY",
     "EnvError",
     "Step",

@@ -40,6 +40,8 @@ object also on the floor (AgentGym describes the image minigrid made before the
 level put it in the agent's hands); 34 and 77 list a door that no path reaches
 (AgentGym's planner walks through unseen cells and closed doors); 49 sees a
 locked and a closed purple door, both "1" for AgentGym, 1 and 2 here.
+``evoflow.envs.babyai_agentgym`` (``envs.babyai.dialect: agentgym``) plays the
+same tasks in AgentGym's own words, those differences included.
 
 Actions
 -------

@@ -36,6 +36,7 @@ import gymnasium as gym  # noqa: E402
 import minigrid  # noqa: E402, F401  (registers the BabyAI levels with gymnasium)
 from minigrid.core.actions import Actions  # noqa: E402
 from minigrid.core.world_object import WorldObj  # noqa: E402
+from minigrid.minigrid_env import MiniGridEnv  # noqa: E402
 
 Cell = tuple[int, int]
 Pose = tuple[int, int, int]
@@ -195,18 +196,24 @@ def distances_to(
 _QUIET = threading.Lock()  # serialises the stdout swap around level generation
 
 
+def new_game(level: str, seed: int) -> tuple[MiniGridEnv, dict]:
+    """The unwrapped minigrid level, reset with ``seed``, and its first observation."""
+    name, kwargs = gym_spec(level)
+    game = gym.make(name, disable_env_checker=True, **kwargs).unwrapped
+    # Level generation prints every rejected sample on stdout. Rollouts reset
+    # envs from several threads, and redirect_stdout swaps the one process-wide
+    # sys.stdout: unserialised, an exit could restore another thread's buffer
+    # and swallow the process's output from then on.
+    with _QUIET, contextlib.redirect_stdout(io.StringIO()):
+        obs, _ = game.reset(seed=seed)
+    return game, obs
+
+
 class World:
     """One running BabyAI level plus what the agent has seen of it."""
 
     def __init__(self, level: str, seed: int) -> None:
-        name, kwargs = gym_spec(level)
-        self.game = gym.make(name, disable_env_checker=True, **kwargs).unwrapped
-        # Level generation prints every rejected sample on stdout. Rollouts
-        # reset envs from several threads, and redirect_stdout swaps the one
-        # process-wide sys.stdout: unserialised, an exit could restore another
-        # thread's buffer and swallow the process's output from then on.
-        with _QUIET, contextlib.redirect_stdout(io.StringIO()):
-            self.game.reset(seed=seed)
+        self.game, _ = new_game(level, seed)
         self.seen = np.zeros((self.game.width, self.game.height), dtype=bool)
         self.labels = rank_objects(self.game)
         self.numbers: dict[int, int] = {}

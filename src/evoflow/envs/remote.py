@@ -96,7 +96,7 @@ class RemoteEnv(TextEnv):
         self._retries = retries
         self._backoff = backoff
         self._session: int | None = None
-        self._score = 0.0  # SciWorld over AgentGym routes: the last score seen
+        self._score = 0.0  # AgentGym routes: last SciWorld score or BabyAI reward
         info = self._describe(env)
         self.name = info["env"]
         self.max_turns = max_turns or info["max_turns"]
@@ -166,8 +166,10 @@ class RemoteEnv(TextEnv):
             score = float(data.get("score") or 0.0)
             reward = (max(score, 0.0) - max(self._score, 0.0)) / 100
             self._score, win = score, score >= 100
+        elif layout["win"] == "positive":  # BabyAI: the latest action's reward, kept
+            reward, self._score, win = reward - self._score, reward, reward > 0
         else:
-            win = reward > 0 if layout["win"] == "positive" else reward >= 1.0
+            win = reward >= 1.0
         return Step(str(observation), reward, done, done and win)
 
     def expert_action(self) -> tuple[str, str]:

@@ -39,7 +39,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -82,6 +82,12 @@ class RecipeBook:
     canonical: dict[str, Recipe]
     depth: dict[str, int]
     items: frozenset[str]
+    aliases: dict[str, str] = field(default_factory=dict)  # tag -> its item
+
+    def resolve(self, name: str) -> str:
+        """The item a name stands for: an item id, or a tag read as its item
+        (``jungle_logs`` -> ``jungle_log``)."""
+        return name if name in self.items else self.aliases.get(name, name)
 
     def is_base(self, item: str) -> bool:
         return item in self.items and item not in self.recipes
@@ -182,10 +188,15 @@ def _tag_members(tag: str, raw: list[RawRecipe], items: set[str]) -> tuple[str, 
     return tuple(sorted(members)) or (tag,)
 
 
+def _item_ids(raw: list[RawRecipe]) -> set[str]:
+    """Every item id the recipes name (outputs and ingredients, not tags)."""
+    items = {r.output for r in raw}
+    return items | {o for r in raw for opts, _ in r.slots for o in opts if o[0] != "#"}
+
+
 def _expand_tags(raw: list[RawRecipe]) -> list[RawRecipe]:
     """Replace every ``#tag`` option by the tag's member items."""
-    items = {r.output for r in raw}
-    items |= {o for r in raw for opts, _ in r.slots for o in opts if o[0] != "#"}
+    items = _item_ids(raw)
     expanded = []
     for r in raw:
         slots = []
@@ -232,9 +243,17 @@ def _cut_loops(raw: list[RawRecipe]) -> list[RawRecipe]:
     return kept
 
 
+def _tags(raw: list[RawRecipe]) -> list[str]:
+    """Every tag an ingredient names, without its ``#``."""
+    return sorted(
+        {o[1:] for r in raw for opts, _ in r.slots for o in opts if o[0] == "#"}
+    )
+
+
 def build_book(paths: Iterable[Path]) -> RecipeBook:
     """Resolve the crafting recipes of ``paths`` (see the module docstring)."""
-    raw = _cut_loops(_expand_tags(read_recipes(paths)))
+    read = read_recipes(paths)
+    raw = _cut_loops(_expand_tags(read))
     by_output: dict[str, list[RawRecipe]] = {}
     for r in raw:
         by_output.setdefault(r.output, []).append(r)
@@ -268,7 +287,13 @@ def build_book(paths: Iterable[Path]) -> RecipeBook:
         items.update(i for r in rs for i, _ in r.ingredients)
     for item in sorted(items):
         item_depth(item)
-    return RecipeBook(recipes, canonical, dict(sorted(depth.items())), frozenset(items))
+    named, aliases = _item_ids(read), {}
+    for tag in _tags(read):
+        members = [m for m in _tag_members(tag, read, named) if m in items]
+        if tag not in items and members:
+            aliases[tag] = choose(tuple(members))
+    return RecipeBook(recipes, canonical, dict(sorted(depth.items())), frozenset(items),
+                      aliases)  # fmt: skip
 
 
 @cache

@@ -47,20 +47,22 @@ def eval_tasks(
 def evaluate_envs(
     policy: Policy,
     specs: Mapping[str, RolloutSpec],
-    counts: Mapping[str, int | None],
-    remotes: Mapping[str, dict | None],
+    envs: Mapping[str, Mapping],
     width: int = 16,
-    strata: Mapping[str, list[str] | None] | None = None,
 ) -> dict[str, tuple[list[Episode], dict]]:
-    """Greedy episodes and metrics per environment (``specs`` keyed by env)."""
+    """Greedy episodes and metrics per environment (``specs`` keyed by env), on
+    the test tasks of each env's config entry (``test``, ``remote``, ``strata``,
+    ``dialect``)."""
     jobs, factories = [], {}
     for env_name, spec in specs.items():
         digest = adapter_digest(spec.adapter) if spec.adapter else None
         spec = replace(spec, split="test", source="eval", adapter_sha256=digest,
                        sampling=replace(spec.sampling, temperature=0.0))  # fmt: skip
-        factories[env_name] = env_factory(env_name, remotes.get(env_name))
-        tasks = eval_tasks(env_name, counts.get(env_name), spec.seed,
-                           remotes.get(env_name), (strata or {}).get(env_name))  # fmt: skip
+        env = envs[env_name]
+        factories[env_name] = env_factory(env_name, env.get("remote"),
+                                          env.get("dialect"))  # fmt: skip
+        tasks = eval_tasks(env_name, env.get("test"), spec.seed, env.get("remote"),
+                           env.get("strata"))  # fmt: skip
         jobs += [Job(env_name, task, 0, spec) for task in tasks]
     episodes = play(policy, factories, jobs, width)
     results = {}
@@ -117,11 +119,7 @@ def run_evaluation(
                  if envs[env]["remote"] is None and env_class(env).lists_actions}  # fmt: skip
     policy = RandomChoicePolicy() if random_actions else policy_from_config(config)
     try:
-        results = evaluate_envs(
-            policy, specs, {e: envs[e]["test"] for e in outputs},
-            {e: envs[e]["remote"] for e in outputs}, config["generation"]["width"],
-            {e: envs[e].get("strata") for e in outputs},
-        )  # fmt: skip
+        results = evaluate_envs(policy, specs, envs, config["generation"]["width"])
     finally:
         policy.close()
     for env in set(outputs) - set(results):

@@ -74,7 +74,8 @@ def run_passk(config: dict, config_hash: str, method: str, round: int,
         spec = rollout_spec(config, env, method=method, round=round, client=env,
                             split="test", source="eval", adapter=adapter,
                             adapter_sha256=digest, temperature=1.0, samples=samples)  # fmt: skip
-        factories[env] = env_factory(env, envs[env]["remote"])
+        factories[env] = env_factory(env, envs[env]["remote"],
+                                     envs[env].get("dialect"))  # fmt: skip
         tasks = eval_tasks(env, envs[env]["test"], config["seed"], envs[env]["remote"],
                            envs[env].get("strata"))  # fmt: skip
         jobs += [Job(env, t, k, spec) for t in tasks for k in range(samples)]

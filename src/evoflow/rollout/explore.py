@@ -63,7 +63,8 @@ def explore_envs(
         spec = rollout_spec(config, env_name, method=method, round=round, client=env_name,
                             split="train", source="explore", adapter=adapter,
                             adapter_sha256=digest)  # fmt: skip
-        factories[env_name] = env_factory(env_name, env_cfg["remote"])
+        factories[env_name] = env_factory(env_name, env_cfg["remote"],
+                                          env_cfg.get("dialect"))  # fmt: skip
         jobs += [Job(env_name, t, k, spec) for t in tasks for k in range(spec.samples)]
     policy = policy_from_config(config)
     try:

@@ -33,7 +33,8 @@ def run_rl_span(settings: dict, config_hash: str, method: str, round: int,
     config = rl.trainer_config(resolved, settings["seed"])
     envs = settings["envs"]
     pool = TaskPool(
-        factories={env: env_factory(env, envs[env]["remote"]) for env in envs},
+        factories={env: env_factory(env, envs[env]["remote"], envs[env].get("dialect"))
+                   for env in envs},  # fmt: skip
         tasks=fixed_set(training_tasks(envs, rl.settings(resolved).train_subsets or {}),
                         rl.settings(resolved).train_tasks, settings["seed"]),
         max_turns={env: envs[env]["max_turns"] for env in envs},
