@@ -1,7 +1,8 @@
 """BabyAI's agentgym dialect against AgentGym's own server and minigrid's rules.
 
-The observations are compared with strings recorded from AgentGym's BabyAI
-server (``fixtures/agentgym_babyai.json``, see ``fixtures/record_agentgym.py``);
+The observations, rewards and ends of episodes are compared with what AgentGym's
+BabyAI server answered (``fixtures/agentgym_babyai.json``, recorded by
+``fixtures/record_agentgym.py``: first observations, turns and scripted runs);
 the rewards with minigrid's formula ``1 - 0.9 * steps / max_steps`` worked by
 hand for task 2 (``GoToRedBallNoDists``, seed 0: one room of size 8, so
 ``max_steps`` is 8² = 64; the red ball 4 steps ahead and 3 to the right).
@@ -50,6 +51,28 @@ def test_check_available_actions_is_agentgyms_answer():
     step = env.step("please check available actions")  # any text with "check"
     assert step.observation == FIXTURE["check_after_turn_left_of_0"]
     assert (step.reward, step.done, step.valid) == (0.0, False, True)
+
+
+def test_scripted_runs_are_agentgyms_step_for_step():
+    # 475 steps of listed actions (walks, pickups, drops, doors; 18 episodes
+    # ended): the same observation, the same done and, summed, the same reward.
+    env = AgentGymBabyAIEnv()
+    differ, steps = [], 0
+    for run in FIXTURE["scripted"]:
+        env.reset(str(run["data_idx"]))
+        reward = 0.0
+        for k, theirs in enumerate(run["steps"]):
+            ours = env.step(theirs["action"])
+            reward += ours.reward
+            steps += 1
+            same = (ours.observation, ours.done) == (
+                theirs["observation"],
+                theirs["done"],
+            )
+            if not same or reward != pytest.approx(theirs["reward"]):
+                differ.append((run["data_idx"], k))
+                break
+    assert steps == 475 and differ == []
 
 
 def test_goals_and_splits_are_the_default_dialects():

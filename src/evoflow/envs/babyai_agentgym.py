@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from minigrid.core.constants import IDX_TO_COLOR, IDX_TO_OBJECT
 
-from evoflow.envs.babyai import BabyAIEnv
+from evoflow.envs.babyai import GOAL_REWRITES, BabyAIEnv
 from evoflow.envs.babyai_actions import list_line
 from evoflow.envs.babyai_world import HEADINGS, level_for, new_game
 from evoflow.envs.base import EnvError, Step
@@ -305,35 +305,35 @@ def action_table(view: View, carrying) -> tuple[dict[str, list[int]], dict[str, 
 class AgentGymBabyAIEnv(BabyAIEnv):
     """BabyAI with AgentGym's observations, actions and rewards (module docstring)."""
 
-    dialect = "agentgym"
-
     def _reset(self, task_id: str) -> str:
         self._game, obs = new_game(*level_for(task_id))
         self._reward, self._done = 0.0, False
-        self._see(obs)
-        return f"Your goal: {self.goal}\n{self._text}"
+        view = self._see(obs)
+        return f"Your goal: {self.goal}\n{view}\n{self._listed()}"
 
     @property
     def goal(self) -> str:
         if not hasattr(self, "_game"):
             raise EnvError(f"{self.name}: no goal before reset(task_id)")
         goal = self._game.mission
-        for old, new in (("then", "and"), ("after you", "and")):
+        for old, new in GOAL_REWRITES:
             goal = goal.replace(old, new)
         return goal
 
-    def _see(self, obs: dict) -> None:
+    def _see(self, obs: dict) -> str:
+        """Read ``obs``: remember its image and actions; return its description."""
         view = read_view(self._game, obs)
         self._image = obs["image"]
-        self._text = f"{describe(view, self._game.carrying)}"
         self._actions, self._errors = action_table(view, self._game.carrying)
-        self._text += f"\n{list_line(list(self._actions))}"
+        return describe(view, self._game.carrying)
+
+    def _listed(self) -> str:
+        return list_line(list(self._actions))
 
     def _answer(self, text: str, valid: bool) -> Step:
-        """An answer that leaves the level as it is."""
-        listed = list_line(list(self._actions))
+        """An answer that leaves the level (and AgentGym's reward) as it is."""
         success = self._done and self._reward > 0
-        return Step(f"{text}\n{listed}", 0.0, self._done, success, valid)
+        return Step(f"{text}\n{self._listed()}", 0.0, self._done, success, valid)
 
     def invalid_reply(self, reason: str, format_name: str | None = None) -> Step:
         self._check_running()
@@ -360,8 +360,7 @@ class AgentGymBabyAIEnv(BabyAIEnv):
 
     def _settle(self, obs: dict, reward: float, terminated: bool) -> Step:
         """AgentGym's bookkeeping after the last primitive step of an action."""
-        self._see(obs)
-        text, listed = self._text.rsplit("\n", 1)
+        text = self._see(obs)
         if terminated:
             text += COMPLETED
         change = reward - self._reward
@@ -369,7 +368,7 @@ class AgentGymBabyAIEnv(BabyAIEnv):
         if self._reward == 1 and not self._done:
             self._done, text = True, text + COMPLETED
         success = self._done and self._reward > 0
-        return Step(f"{text}\n{listed}", change, self._done, success, True)
+        return Step(f"{text}\n{self._listed()}", change, self._done, success, True)
 
     def available_actions(self) -> list[str]:
         return list(self._actions) if self.running else []
