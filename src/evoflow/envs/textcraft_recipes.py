@@ -28,6 +28,9 @@ Normalisation
 * Each alternative is then resolved to one item: the one with the shallowest
   crafting tree, then the shortest id, then the alphabetically first
   (``planks`` -> ``oak_planks``, ``coals`` -> ``coal``, ``wool`` -> ``white_wool``).
+* A tag's name also names that item (``RecipeBook.resolve``: ``jungle_logs`` ->
+  ``jungle_log``, ``planks`` -> ``oak_planks``), so actions may use the tag
+  names of AgentGym's commands.
 * Base items are the items no kept recipe makes. The depth of a base item is 0;
   a recipe's depth is one more than its deepest ingredient; an item's depth is
   that of its shallowest recipe, which is also its canonical recipe (ties: the
