@@ -99,6 +99,13 @@ TRAIN_COUNT = 800
 GOAL_REWRITES = (("then", "and"), ("after you", "and"))
 
 
+def shown_goal(mission: str) -> str:
+    """A level's mission as AgentGym shows it."""
+    for old, new in GOAL_REWRITES:
+        mission = mission.replace(old, new)
+    return mission
+
+
 class Refused(Exception):
     """An action that cannot be carried out; the message says why."""
 
@@ -145,10 +152,7 @@ class BabyAIEnv(TextEnv):
         """The mission as AgentGym shows it ("then" and "after you" read "and")."""
         if self._world is None:
             raise EnvError(f"{self.name}: no goal before reset(task_id)")
-        goal = self._world.game.mission
-        for old, new in GOAL_REWRITES:
-            goal = goal.replace(old, new)
-        return goal
+        return shown_goal(self._world.game.mission)
 
     def _view(self) -> str:
         """The view description followed by the available-actions line."""

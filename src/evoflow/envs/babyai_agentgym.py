@@ -43,9 +43,10 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from minigrid.core.actions import Actions
 from minigrid.core.constants import IDX_TO_COLOR, IDX_TO_OBJECT
 
-from evoflow.envs.babyai import GOAL_REWRITES, BabyAIEnv
+from evoflow.envs.babyai import BabyAIEnv, shown_goal
 from evoflow.envs.babyai_actions import list_line
 from evoflow.envs.babyai_world import HEADINGS, level_for, new_game
 from evoflow.envs.base import EnvError, Step
@@ -57,7 +58,8 @@ DOOR_STATES = ("open", "closed", "locked")
 NOTED = ("door", "key", "ball", "box", "goal", "lava", "wall")
 # Names holding one of these words stop a walk and a drop.
 BLOCKING = ("wall", "box", "lava", "ball", "key")
-LEFT, RIGHT, FORWARD, PICKUP, DROP, TOGGLE = range(6)
+LEFT, RIGHT, FORWARD = Actions.left, Actions.right, Actions.forward
+PICKUP, DROP, TOGGLE = Actions.pickup, Actions.drop, Actions.toggle
 UNKNOWN = "The action is not recognized. Please check valid actions."
 NO_PATH = "You cannot {verb} {target}, as there is no path leading to it."
 COMPLETED = "\n The task is completed."
@@ -315,10 +317,7 @@ class AgentGymBabyAIEnv(BabyAIEnv):
     def goal(self) -> str:
         if not hasattr(self, "_game"):
             raise EnvError(f"{self.name}: no goal before reset(task_id)")
-        goal = self._game.mission
-        for old, new in GOAL_REWRITES:
-            goal = goal.replace(old, new)
-        return goal
+        return shown_goal(self._game.mission)
 
     def _see(self, obs: dict) -> str:
         """Read ``obs``: remember its image and actions; return its description."""

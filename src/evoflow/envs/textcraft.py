@@ -51,9 +51,8 @@ name ingredients (``get 1 jungle logs``, ``using 4 planks``): it stands for the
 member our recipes resolve it to (``jungle log``, ``oak planks``), unless the
 task's own commands name it as an item. A craft names the ingredients of a
 recipe for the item (any order) and ``k`` batches: every amount is ``k`` times
-the recipe's, so ``n``
-must be a multiple of the recipe's yield (``craft 8 oak planks using 2 oak
-log``); other amounts are refused with the recipe's one-batch form. Any recipe
+the recipe's, so ``n`` must be a multiple of the recipe's yield (``craft 8 oak
+planks using 2 oak log``); other amounts are refused with the recipe's one-batch form. Any recipe
 of the item is accepted, shown or not. Actions that the game refuses (unknown
 syntax or item, wrong amounts, missing ingredients, ``get`` of a craftable item)
 leave the state unchanged and are reported with ``valid=False``.
@@ -225,16 +224,17 @@ class TextCraftEnv(TextEnv):
         text = " ".join(action.strip().rstrip(".").lower().split())
         if text == "inventory":
             return Step(self._describe_inventory(), 0.0, False, False)
-        resolve = self._resolve
         if match := GET.fullmatch(text):
-            return self._get(int(match.group(1)), resolve(item_id(match.group(2))))
+            item = self._resolve(item_id(match.group(2)))
+            return self._get(int(match.group(1)), item)
         if match := CRAFT.fullmatch(text):
             given = parse_amounts(match.group(3))
             if given is not None:
                 resolved: dict[str, int] = {}
                 for item, n in given.items():
-                    resolved[resolve(item)] = resolved.get(resolve(item), 0) + n
-                output = resolve(item_id(match.group(2)))
+                    item = self._resolve(item)
+                    resolved[item] = resolved.get(item, 0) + n
+                output = self._resolve(item_id(match.group(2)))
                 return self._craft(int(match.group(1)), output, resolved)
         return refused(
             f"'{action.strip()[:80]}' is not a valid action; use 'get <amount> "
