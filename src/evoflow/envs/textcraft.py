@@ -52,10 +52,11 @@ member our recipes resolve it to (``jungle log``, ``oak planks``), unless the
 task's own commands name it as an item. A craft names the ingredients of a
 recipe for the item (any order) and ``k`` batches: every amount is ``k`` times
 the recipe's, so ``n`` must be a multiple of the recipe's yield (``craft 8 oak
-planks using 2 oak log``); other amounts are refused with the recipe's one-batch form. Any recipe
-of the item is accepted, shown or not. Actions that the game refuses (unknown
-syntax or item, wrong amounts, missing ingredients, ``get`` of a craftable item)
-leave the state unchanged and are reported with ``valid=False``.
+planks using 2 oak log``); other amounts are refused with the recipe's
+one-batch form. Any recipe of the item is accepted, shown or not. Actions that
+the game refuses (unknown syntax or item, wrong amounts, missing ingredients,
+``get`` of a craftable item) leave the state unchanged and are reported with
+``valid=False``.
 
 Rewards and termination
 -----------------------
