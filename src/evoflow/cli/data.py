@@ -1,0 +1,211 @@
+"""Commands over data: trajectory queries, configs, AgentTraj files, splits,
+calibration sweeps and job timings."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from evoflow.cli.registry import command
+from evoflow.errors import EvoflowError
+
+# --- query -------------------------------------------------------------------
+
+
+def _query_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("sql", nargs="?", help="SQL over the views 'episodes' and 'turns'")
+    p.add_argument("--stats", action="store_true", help="summary of all shards")
+    p.add_argument(
+        "--results", default="results", help="folder to scan (default: results)"
+    )
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument("--max-rows", type=int, default=100, help="rows shown as a table")
+
+
+@command("query", "Run SQL over every trajectory shard with DuckDB.", _query_args)
+def _query(args: argparse.Namespace) -> int:
+    import duckdb
+
+    from evoflow.store.query import connect, find_shards, stats
+
+    if not args.sql and not args.stats:
+        raise EvoflowError("query: give SQL text or --stats")
+    con = connect(args.results)
+    try:
+        relation = stats(con) if args.stats else con.sql(args.sql)
+    except duckdb.Error as exc:
+        raise EvoflowError(f"query failed: {exc}") from None
+    if relation is None:
+        return 0
+    if args.stats:
+        print(f"{len(find_shards(args.results))} shards under {args.results}/")
+    frame = relation.df()
+    if args.format == "csv":
+        print(frame.to_csv(index=False), end="")
+    elif args.format == "json":
+        print(frame.to_json(orient="records", date_format="iso"))
+    else:
+        import pandas as pd
+
+        with pd.option_context("display.max_colwidth", 60, "display.width", 200):
+            print(frame.to_string(index=False, max_rows=args.max_rows))
+    return 0
+
+
+# --- config ------------------------------------------------------------------
+
+
+def _config_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", type=Path, help="experiment YAML file")
+
+
+@command(
+    "check-config",
+    "Validate an experiment config and print it with defaults and its sha256 "
+    "(the hash a SuperNode pins with --node-config config_sha256=...).",
+    _config_args,
+)
+def _check_config(args: argparse.Namespace) -> int:
+    import yaml
+
+    from evoflow.config import config_hash, load_config
+
+    config = load_config(args.path)
+    print(yaml.safe_dump(config, sort_keys=False), end="")
+    print(f"# sha256: {config_hash(config)}")
+    return 0
+
+
+@command(
+    "tracking",
+    "Where an experiment's MLflow runs are (tracking: {mlflow: true}) and the "
+    "command that opens them in the MLflow UI.",
+    _config_args,
+)
+def _tracking(args: argparse.Namespace) -> int:
+    from evoflow.config import load_config
+    from evoflow.tracking import enabled, tracking_uri, ui_command
+
+    config = load_config(args.path)
+    state = "on" if enabled(config) else "off (tracking: {mlflow: true} turns it on)"
+    print(f"# MLflow tracking: {state}; runs of {config['experiment']!r} at "
+          f"{tracking_uri(config)}")  # fmt: skip
+    print(ui_command(config))
+    return 0
+
+
+# --- AgentTraj ---------------------------------------------------------------
+
+
+def _import_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("source", type=Path, help="AgentTraj JSON file")
+    p.add_argument("output", type=Path, help="shard to write (.parquet)")
+    p.add_argument("--experiment", required=True)
+    p.add_argument("--split", default="train")
+
+
+@command(
+    "import-agenttraj", "Convert AgentTraj JSON into a trajectory shard.", _import_args
+)
+def _import(args: argparse.Namespace) -> int:
+    from evoflow.store import ShardMeta, read_agenttraj, write_shard
+
+    episodes = read_agenttraj(args.source, experiment=args.experiment, split=args.split)
+    meta = ShardMeta(
+        experiment=args.experiment, config_hash="", model_id="agenttraj", seed=0
+    )
+    info = write_shard(args.output, episodes, meta)
+    print(f"wrote {info.rows} episodes to {info.path}")
+    return 0
+
+
+def _export_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "sources", type=Path, nargs="+", help="shards (.parquet) or manifests (.json)"
+    )
+    p.add_argument(
+        "-o", "--output", type=Path, required=True, help="AgentTraj JSON to write"
+    )
+
+
+@command(
+    "export-agenttraj", "Write shards or manifests as AgentTraj JSON.", _export_args
+)
+def _export(args: argparse.Namespace) -> int:
+    from evoflow.store import (
+        load_episodes,
+        read_shard,
+        table_to_episodes,
+        write_agenttraj,
+    )
+
+    episodes = []
+    for source in args.sources:
+        table = (
+            load_episodes(source) if source.suffix == ".json" else read_shard(source)
+        )
+        episodes.extend(table_to_episodes(table))
+    write_agenttraj(args.output, episodes)
+    print(f"wrote {len(episodes)} items to {args.output}")
+    return 0
+
+
+# --- environments ------------------------------------------------------------
+
+
+def _splits_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("envs", nargs="*", help="environments (default: all)")
+    p.add_argument("--check", action="store_true", help="fail if a file would change")
+
+
+@command(
+    "make-splits",
+    "Write data/splits/<env>.json from each env's task rules.",
+    _splits_args,
+)
+def _make_splits(args: argparse.Namespace) -> int:
+    from evoflow.envs import REGISTRY
+    from evoflow.envs.splits import write_splits
+
+    stale = []
+    for name in args.envs or sorted(REGISTRY):
+        path, changed = write_splits(name, check=args.check)
+        if changed:
+            stale.append(str(path))
+        print(f"{name}: {path} {'differs' if changed and args.check else 'ok'}")
+    if args.check and stale:
+        raise EvoflowError(f"split files out of date: {', '.join(stale)}")
+    return 0
+
+
+def _calibrate_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("sweep", help="sweep file, e.g. config/calibration.yaml")
+    p.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
+
+
+@command(
+    "calibrate",
+    "Run a training-settings sweep and write its table (see evoflow.calibration).",
+    _calibrate_args,
+)
+def _calibrate(args: argparse.Namespace) -> int:
+    from evoflow.calibration import load_sweep, run_sweep
+
+    records = run_sweep(args.sweep, args.threads)
+    print(
+        f"{len(records)} trials recorded; table in {load_sweep(args.sweep)['report']}"
+    )
+    return 0
+
+
+def _timing_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("logs", help="an experiment's log folder (logs/<experiment>)")
+
+
+@command("timing", "Sum a finished run's job times per rule (its benchmark files).",
+         _timing_args)  # fmt: skip
+def _timing(args: argparse.Namespace) -> int:
+    from evoflow.report.timing import rule_times, timing_markdown
+
+    print(timing_markdown(rule_times(Path(args.logs) / "bench")), end="")
+    return 0
