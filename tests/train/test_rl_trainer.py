@@ -23,6 +23,7 @@ from evoflow.store.shards import read_shard
 from evoflow.train.rl.advantages import masked_whiten
 from evoflow.train.rl.config import RLConfig
 from evoflow.train.rl.data import RLBatch
+from evoflow.train.rl.groups import first_groups, mixed_groups
 from evoflow.train.rl.schedule import HorizonSchedule
 from evoflow.train.rl.trainer import (
     ADAPTER,
@@ -31,8 +32,6 @@ from evoflow.train.rl.trainer import (
     STATE,
     Span,
     TaskPool,
-    first_groups,
-    mixed_groups,
     run_span,
 )
 from evoflow.train.rl.update import token_advantages
@@ -208,7 +207,7 @@ def test_dynamic_sampling_fills_the_step_to_its_size_not_past_it():
 
 def test_a_draw_past_the_step_size_adds_only_what_the_step_still_needs(monkeypatch):
     # draw 1 brings one mixed group, draw 2 two more: the step keeps two groups
-    from evoflow.train.rl import trainer as rl_trainer
+    from evoflow.train.rl import rollouts
 
     def scripted_play(policy, factories, jobs, width, progress=False):
         return [make_episode(0, task_id=job.task, reward=float(job.sample),
@@ -217,19 +216,19 @@ def test_a_draw_past_the_step_size_adds_only_what_the_step_still_needs(monkeypat
             make_episode(0, task_id="flat", reward=0.0, episode_id=f"flat-{job.sample}",
                          env="doors") for job in jobs if job.task == "flat"]  # fmt: skip
 
-    monkeypatch.setattr(rl_trainer, "play", scripted_play)
+    monkeypatch.setattr(rollouts, "play", scripted_play)
     draws = iter([["100", "flat"], ["101", "102"]])
     monkeypatch.setattr(
-        rl_trainer, "_draw", lambda *a: [("doors", t) for t in next(draws)]
+        rollouts, "_draw", lambda *a: [("doors", t) for t in next(draws)]
     )
-    monkeypatch.setattr(rl_trainer, "_usable", lambda e: True)
+    monkeypatch.setattr(rollouts, "usable", lambda e: True)
     pool = TaskPool(
         {"doors": DoorsEnv}, [("doors", t) for t in ("100", "101", "102", "flat")]
     )
     config = RLConfig(
         samples_per_task=2, tasks_per_step=2, dynamic_sampling=True, max_draws=3
     )
-    _, train, drawn = rl_trainer._rollouts(None, pool, span(0, 1), config, 0, None)
+    _, train, drawn = rollouts.collect(None, pool, span(0, 1), config, 0, None)
     assert drawn == 2
     assert sorted({e.task_id for e in train}) == ["100", "101"]
 

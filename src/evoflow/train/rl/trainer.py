@@ -1,7 +1,7 @@
 """Multi-turn RL of a LoRA policy, one span of training steps at a time.
 
 A span loads the model once and runs ``steps`` training steps from global step
-``start``. Each step draws ``tasks_per_step`` training tasks (seeded by the
+``start``. Each step (its draws in ``evoflow.train.rl.rollouts``) draws ``tasks_per_step`` training tasks (seeded by the
 step), plays ``samples_per_task`` episodes of each with the current adapter at
 the horizon the schedule gives for that step, drops unusable samples (a
 non-finite reward, an environment error, a turn without token ids) and counts
@@ -22,7 +22,6 @@ alone, so a killed span reruns from its predecessor and ends the same.
 from __future__ import annotations
 
 import logging
-import math
 import random
 import shutil
 import time
@@ -33,12 +32,9 @@ from pathlib import Path
 import torch
 
 from evoflow.atomic import atomic_path, write_json
-from evoflow.envs.base import TextEnv
-from evoflow.envs.formats import NO_THINKING
-from evoflow.policy.base import Policy, SamplingParams
+from evoflow.policy.base import Policy
 from evoflow.precision import resolve_dtype
-from evoflow.rollout.engine import Job, RolloutSpec, play
-from evoflow.seeding import derive_seed, py_random
+from evoflow.seeding import derive_seed
 from evoflow.store.schema import Episode
 from evoflow.store.shards import ShardMeta, write_shard
 from evoflow.train.rl import reference as rl_reference
@@ -46,12 +42,10 @@ from evoflow.train.rl.config import RLConfig
 from evoflow.train.rl.data import collate, turn_sequences
 from evoflow.train.rl.groups import (
     anchor_states,
-    first_groups,
     group_key,
-    mixed_groups,
     zero_variance_share,
 )
-from evoflow.train.rl.schedule import HorizonSchedule
+from evoflow.train.rl.rollouts import Span, TaskPool, collect, episode_metrics, usable
 from evoflow.train.rl.update import ValueHead, token_advantages, update, values_of
 from evoflow.train.sft_trainer import load_lora_model, peak_rss_mb, portable_config
 
@@ -63,36 +57,6 @@ ADAPTER, STATE, ROLLOUTS, METRICS = (
     "metrics.json",
 )
 SPAN_FILES = (ADAPTER, STATE, ROLLOUTS, METRICS)
-
-
-@dataclass(frozen=True)
-class TaskPool:
-    """Where episodes come from: env factories and the training tasks to draw."""
-
-    factories: dict[str, Callable[[], TextEnv]]
-    tasks: list[tuple[str, str]]  # (env, task id)
-    template: tuple = NO_THINKING  # chat-template options of the envs' reply formats
-    max_turns: dict[str, int] | None = None  # per-env caps when there is no schedule
-    max_invalid: int | None = None  # unusable replies in a row that end an episode
-    constrain_actions: bool = False  # actions decoded from each env's listed ones
-
-
-@dataclass(frozen=True)
-class Span:
-    """Which steps one job runs, and the labels of what it writes."""
-
-    model: str
-    experiment: str
-    method: str
-    start: int
-    steps: int
-    schedule: HorizonSchedule | None  # None: each env's own cap (TaskPool.max_turns)
-    config_hash: str = ""
-
-    def horizon(self, step: int, env: str, pool: TaskPool) -> int | None:
-        if self.schedule is not None:
-            return self.schedule.horizon(step)
-        return (pool.max_turns or {}).get(env)
 
 
 @dataclass
@@ -225,14 +189,14 @@ def train_step(learner: Learner, policy: Policy, pool: TaskPool, span: Span,
     clock = time.perf_counter()
     adapter = live / f"step-{step}"
     save_adapter(learner, adapter, span.model)
-    episodes, train, draws = _rollouts(policy, pool, span, config, step, adapter)
+    episodes, train, draws = collect(policy, pool, span, config, step, adapter)
     shutil.rmtree(adapter, ignore_errors=True)
     rollout_s = time.perf_counter() - clock
-    usable = [e for e in episodes if _usable(e)]
+    kept = [e for e in episodes if usable(e)]
     caps = {env: span.horizon(step, env, pool) for env in pool.factories}
-    row = _episode_metrics(episodes, usable, step, caps)
+    row = episode_metrics(episodes, kept, step, caps)
     row["draws"] = draws
-    row["zero_variance_groups"] = zero_variance_share(usable)
+    row["zero_variance_groups"] = zero_variance_share(kept)
     row["trained_groups"] = len({group_key(e) for e in train})
     clock = time.perf_counter()
     stats = learn(learner, train, config, pool.template, row) if train else None
@@ -241,82 +205,6 @@ def train_step(learner: Learner, policy: Policy, pool: TaskPool, span: Span,
                       **{k: round(v, 3) for k, v in row.pop("_times", {}).items()},
                       "total": round(rollout_s + time.perf_counter() - clock, 3)}  # fmt: skip
     return episodes, row
-
-
-def _rollouts(policy: Policy, pool: TaskPool, span: Span, config: RLConfig,
-              step: int, adapter: Path) -> tuple[list[Episode], list[Episode], int]:  # fmt: skip
-    """Every episode played, those to train on, and how many batches were drawn.
-
-    Without dynamic sampling one batch is drawn and every usable sample trains.
-    With it, only groups whose rewards differ train (a flat group has zero
-    advantage), and batches of fresh tasks are drawn until ``tasks_per_step``
-    such groups or ``max_draws`` batches; a draw that brings more than the
-    step still needs adds only the first of them (DAPO fills the batch to its
-    size, never past it).
-    """
-    episodes, train, seen, draws = [], [], set(), 0
-    for draw in range(config.max_draws if config.dynamic_sampling else 1):
-        tasks = _draw(pool, config, step, draw, seen)
-        if not tasks:
-            break
-        draws += 1
-        seen.update(tasks)
-        played = play(policy, pool.factories, _jobs(pool, span, config, step, draw,
-                      tasks, adapter), config.width, progress=False)  # fmt: skip
-        episodes += played
-        usable = [e for e in played if _usable(e)]
-        train += mixed_groups(usable) if config.dynamic_sampling else usable
-        if len({group_key(e) for e in train}) >= config.tasks_per_step:
-            break
-    if config.dynamic_sampling:
-        train = first_groups(train, config.tasks_per_step)
-    return episodes, train, draws
-
-
-def _draw(pool: TaskPool, config: RLConfig, step: int, draw: int, seen: set) -> list:
-    """Batch ``draw`` of step ``step``: tasks not drawn earlier in the step."""
-    left = [t for t in pool.tasks if t not in seen]
-    rng = py_random(config.seed, "rl-tasks", step, *((draw,) if draw else ()))
-    return rng.sample(left, min(config.tasks_per_step, len(left)))
-
-
-def _jobs(pool: TaskPool, span: Span, config: RLConfig, step: int, draw: int,
-          tasks: list, adapter: Path) -> list[Job]:  # fmt: skip
-    seed = derive_seed(config.seed, "rl", step, *((draw,) if draw else ()))
-    specs = {
-        env: RolloutSpec(
-            experiment=span.experiment,
-            method=span.method,
-            split="train",
-            source="explore",
-            round=step,
-            client=env,
-            seed=seed,
-            horizon=span.horizon(step, env, pool),
-            width=config.width,
-            max_invalid=pool.max_invalid,
-            constrain_actions=pool.constrain_actions,
-            samples=config.samples_per_task,
-            adapter=str(adapter),
-            sampling=SamplingParams(
-                temperature=config.temperature, max_new_tokens=config.max_new_tokens
-            ),
-        )  # fmt: skip
-        for env in pool.factories
-    }
-    return [Job(env, task, k, specs[env]) for env, task in tasks
-            for k in range(config.samples_per_task)]  # fmt: skip
-
-
-def _usable(episode: Episode) -> bool:
-    """A sample that can train: finite reward, no env error, sampled tokens kept."""
-    turns = [m for m in episode.messages if m.role == "assistant"]
-    return (
-        math.isfinite(episode.reward)
-        and episode.termination != "error"
-        and bool(turns)
-        and all(m.token_ids and m.logprobs is not None for m in turns)
-    )
 
 
 def learn(learner: Learner, episodes: list[Episode], config: RLConfig, template,
@@ -355,21 +243,6 @@ def learn(learner: Learner, episodes: list[Episode], config: RLConfig, template,
         "update": time.perf_counter() - clock - prepare,
     }
     return stats
-
-
-def _episode_metrics(episodes, usable, step: int, horizon: dict) -> dict:
-    n = max(1, len(usable))
-    turns = [m for e in usable for m in e.messages if m.role == "assistant"]
-    return {
-        "step": step, "horizon": horizon, "episodes": len(episodes),
-        "dropped": len(episodes) - len(usable),
-        "reward": round(sum(e.reward for e in usable) / n, 4),
-        "success": round(sum(e.success for e in usable) / n, 4),
-        "turns": round(sum(e.n_turns for e in usable) / n, 3),
-        "response_length": round(
-            sum(len(m.token_ids or []) for m in turns) / max(1, len(turns)), 2),
-        "context_cut": sum(e.termination == "context" for e in usable),
-    }  # fmt: skip
 
 
 def update_metrics(stats) -> dict:
