@@ -38,7 +38,7 @@ import yaml
 
 from evoflow.atomic import atomic_path
 from evoflow.config import load_config
-from evoflow.envs import env_factory
+from evoflow.envs import configured_factory
 from evoflow.errors import ConfigError
 from evoflow.evaluate.metrics import episode_metrics
 from evoflow.report.tables import ENV_ORDER, ENV_TITLES, md_row, pct, row_from_metrics
@@ -190,8 +190,7 @@ def _measure(config: dict, trial: dict, adapter: str | None) -> tuple[dict, dict
                                                              envs[env].get("strata")),
                                                    trial.get("explore", 0), config["seed"],
                                                    "calibration-explore", env)]  # fmt: skip
-        factories = {env: env_factory(env, envs[env]["remote"], envs[env].get("dialect"))
-                     for env in envs}  # fmt: skip
+        factories = {env: configured_factory(env, envs[env]) for env in envs}
         played = play(policy, factories, jobs, generation["width"]) if jobs else []
     finally:
         policy.close()

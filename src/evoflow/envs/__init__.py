@@ -88,6 +88,12 @@ def env_factory(
     return lambda: RemoteEnv(remote["url"], protocol=protocol, env=name, client=client)
 
 
+def configured_factory(name: str, entry: dict[str, Any]) -> Callable[[], TextEnv]:
+    """``env_factory`` for the config's entry ``envs.<name>`` (its ``remote`` and
+    ``dialect``)."""
+    return env_factory(name, entry.get("remote"), entry.get("dialect"))
+
+
 def split_ids(
     name: str,
     split: str,

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from evoflow.atomic import write_json
-from evoflow.envs import env_class, env_factory, split_ids
+from evoflow.envs import configured_factory, env_class, split_ids
 from evoflow.evaluate.metrics import episode_metrics
 from evoflow.policy.adapters import adapter_digest
 from evoflow.policy.base import Policy
@@ -59,8 +59,7 @@ def evaluate_envs(
         spec = replace(spec, split="test", source="eval", adapter_sha256=digest,
                        sampling=replace(spec.sampling, temperature=0.0))  # fmt: skip
         env = envs[env_name]
-        factories[env_name] = env_factory(env_name, env.get("remote"),
-                                          env.get("dialect"))  # fmt: skip
+        factories[env_name] = configured_factory(env_name, env)
         tasks = eval_tasks(env_name, env.get("test"), spec.seed, env.get("remote"),
                            env.get("strata"))  # fmt: skip
         jobs += [Job(env_name, task, 0, spec) for task in tasks]

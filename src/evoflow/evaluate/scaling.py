@@ -60,7 +60,7 @@ def run_passk(config: dict, config_hash: str, method: str, round: int,
               outputs: Mapping[str, tuple[str | Path, str | Path]],
               threads: int = 1) -> dict[str, dict]:  # fmt: skip
     """``samples`` episodes of every evaluated test task at temperature 1.0."""
-    from evoflow.envs import env_factory
+    from evoflow.envs import configured_factory
     from evoflow.evaluate.run import eval_tasks
     from evoflow.policy.adapters import adapter_digest
     from evoflow.rollout.engine import Job, play
@@ -74,8 +74,7 @@ def run_passk(config: dict, config_hash: str, method: str, round: int,
         spec = rollout_spec(config, env, method=method, round=round, client=env,
                             split="test", source="eval", adapter=adapter,
                             adapter_sha256=digest, temperature=1.0, samples=samples)  # fmt: skip
-        factories[env] = env_factory(env, envs[env]["remote"],
-                                     envs[env].get("dialect"))  # fmt: skip
+        factories[env] = configured_factory(env, envs[env])
         tasks = eval_tasks(env, envs[env]["test"], config["seed"], envs[env]["remote"],
                            envs[env].get("strata"))  # fmt: skip
         jobs += [Job(env, t, k, spec) for t in tasks for k in range(samples)]

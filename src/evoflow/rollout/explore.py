@@ -13,7 +13,7 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 
-from evoflow.envs import env_factory, split_ids
+from evoflow.envs import configured_factory, split_ids
 from evoflow.policy.adapters import adapter_digest
 from evoflow.rollout.engine import Job, play
 from evoflow.seeding import choose
@@ -63,8 +63,7 @@ def explore_envs(
         spec = rollout_spec(config, env_name, method=method, round=round, client=env_name,
                             split="train", source="explore", adapter=adapter,
                             adapter_sha256=digest)  # fmt: skip
-        factories[env_name] = env_factory(env_name, env_cfg["remote"],
-                                          env_cfg.get("dialect"))  # fmt: skip
+        factories[env_name] = configured_factory(env_name, env_cfg)
         jobs += [Job(env_name, t, k, spec) for t in tasks for k in range(spec.samples)]
     policy = policy_from_config(config)
     try:

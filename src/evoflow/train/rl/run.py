@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from evoflow.envs import env_factory, in_strata, split_ids
+from evoflow.envs import configured_factory, in_strata, split_ids
 from evoflow.methods import rl
 from evoflow.methods.base import Kind, Method
 from evoflow.methods.registry import KINDS
@@ -33,8 +33,7 @@ def run_rl_span(settings: dict, config_hash: str, method: str, round: int,
     config = rl.trainer_config(resolved, settings["seed"])
     envs = settings["envs"]
     pool = TaskPool(
-        factories={env: env_factory(env, envs[env]["remote"], envs[env].get("dialect"))
-                   for env in envs},  # fmt: skip
+        factories={env: configured_factory(env, envs[env]) for env in envs},
         tasks=fixed_set(training_tasks(envs, rl.settings(resolved).train_subsets or {}),
                         rl.settings(resolved).train_tasks, settings["seed"]),
         max_turns={env: envs[env]["max_turns"] for env in envs},
