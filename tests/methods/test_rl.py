@@ -119,3 +119,17 @@ def test_a_fixed_training_set_is_a_seeded_draw_in_order():
     assert chosen == sorted(chosen, key=tasks.index)  # kept in split order
     assert chosen == fixed_set(tasks, 6, seed=0) != fixed_set(tasks, 6, seed=1)
     assert fixed_set(tasks, 100, seed=0) == tasks and fixed_set(tasks, None, 0) == tasks
+
+
+def test_round_0_is_the_init_methods_final_evaluation_run_once():
+    from evoflow.methods.base import evaluated_as, evaluation_files
+
+    linked = methods(init="agenttraj_sft", span_steps=100)
+    m = linked["agentgym_rl"]
+    assert evaluated_as(m, 0) == ("agenttraj_sft", 1)  # the SFT adapter, as evaluated
+    assert evaluated_as(m, 2) == ("agentgym_rl", 2)
+    files = evaluation_files(LAYOUT, m, ["babyai"])
+    assert files[0] == "r/agenttraj_sft/round=1/eval/env=babyai/metrics.json"
+    assert not any("agentgym_rl/round=0" in f for f in files)
+    # from the base model (no init), round 0 is the method's own evaluation
+    assert evaluated_as(methods()["agentgym_rl"], 0) == ("agentgym_rl", 0)

@@ -101,10 +101,24 @@ class Method:
         return settings
 
 
+def evaluated_as(method: Method, round: int) -> tuple[str, int]:
+    """The (method, round) whose evaluation stands for ``method`` at ``round``.
+
+    Round 0 of a method that starts from another method's final adapter
+    (``rl.init``, kept as the options ``init`` and ``init_round``) is that
+    method's final evaluation: the same adapter played greedily on the same
+    test tasks, so it runs once. Every other round is the method's own.
+    """
+    init, at = method.options.get("init"), method.options.get("init_round")
+    if round == 0 and init is not None and at is not None:
+        return init, at
+    return method.name, round
+
+
 def evaluation_files(layout, method: Method, envs) -> list[str]:
     """The metrics files of every evaluated round of a method (any family)."""
     return [f for r in method.eval_rounds
-            for f in layout.evaluations(method.name, r, envs, "metrics.json")]  # fmt: skip
+            for f in layout.evaluations(*evaluated_as(method, r), envs, "metrics.json")]  # fmt: skip
 
 
 def span_range(round: int, span_steps: int, steps: int) -> tuple[int, int]:

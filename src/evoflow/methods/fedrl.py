@@ -11,7 +11,8 @@ fedrl  each round, every client (one env) runs one span of ``rl.span_steps``
 
 Round 0 is the starting agent (``rl.init``'s final adapter, or the base model
 with a fresh LoRA as round 1's start); it, every ``fed.eval_stride``-th round and
-the last one are evaluated. A client's
+the last one are evaluated (round 0 from ``rl.init``: that method's final
+evaluation, ``base.evaluated_as``). A client's
 episodes, optimizer moments, critic (PPO) and RNG stay in its own folder
 (``round=<t>/client=<env>/``): round ``t`` resumes that state on the server's
 adapter, so only adapters ever cross to the server. The rollout budget of a

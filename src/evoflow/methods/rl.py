@@ -15,7 +15,8 @@ Snakemake job, bounded in time, resumable alone); round 0 is the starting
 agent: ``init`` names a method whose final adapter RL starts from (an SFT
 warm-up, as the embedded experiment needs), or null for a fresh LoRA on the
 backbone (the paper's choice: RL from the instruct model). Every round is
-evaluated. ``train_subsets`` (env -> names of strata or finer subsets, e.g.
+evaluated; with ``init``, round 0's evaluation is that method's final one
+(``base.evaluated_as``). ``train_subsets`` (env -> names of strata or finer subsets, e.g.
 BabyAI's ``goto`` family or its ``GoToRedBall`` level) restricts the tasks RL
 draws, for a small agent that solves only some of them; ``train_tasks`` keeps a
 seeded draw of that many of them, a fixed training set whose success can be

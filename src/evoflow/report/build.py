@@ -22,6 +22,7 @@ from evoflow.methods import (
     methods_from_config,
 )
 from evoflow.methods import rl as rl_family
+from evoflow.methods.base import evaluated_as
 from evoflow.methods.fedse import server_settings
 from evoflow.methods.registry import ENVLESS
 from evoflow.report import agentgym, agentgym_rl, figures, sage, scaling
@@ -116,7 +117,9 @@ def build_report(
     layout = Layout(str(results))
 
     def metric_files(name: str, round: int) -> list[str]:
-        return layout.evaluations(name, round, envs, "metrics.json")
+        return layout.evaluations(
+            *evaluated_as(every[name], round), envs, "metrics.json"
+        )
 
     rows = [
         load_row(
