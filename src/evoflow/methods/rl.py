@@ -10,17 +10,18 @@ scalinginter_rl  the horizon grows in phases, ``horizons`` each held for
                  every 100 steps)
 ================ ==========================================================
 
-Round ``k`` of a method is its k-th span of ``span_steps`` steps (one
-Snakemake job, bounded in time, resumable alone); round 0 is the starting
-agent: ``init`` names a method whose final adapter RL starts from (an SFT
-warm-up, as the embedded experiment needs), or null for a fresh LoRA on the
-backbone (the paper's choice: RL from the instruct model). Every round is
-evaluated; with ``init``, round 0's evaluation is that method's final one
-(``base.evaluated_as``). ``train_subsets`` (env -> names of strata or finer subsets, e.g.
-BabyAI's ``goto`` family or its ``GoToRedBall`` level) restricts the tasks RL
-draws, for a small agent that solves only some of them; ``train_tasks`` keeps a
-seeded draw of that many of them, a fixed training set whose success can be
-compared step by step when every step plays all of it. Trainer settings (``rl.trainer``: estimator, samples per task, lr, …) are
+Round ``k`` of a method is its k-th span of ``span_steps`` steps (one Snakemake
+job, bounded in time, resumable alone); round 0 is the starting agent: ``init``
+names a method whose final adapter RL starts from (an SFT warm-up, as the
+embedded experiment needs), or null for a fresh LoRA on the backbone (the
+paper's choice: RL from the instruct model). Every round is evaluated; with
+``init``, round 0's evaluation is that method's final one
+(``base.evaluated_as``). ``train_subsets`` (env -> names of strata or finer
+subsets, e.g. BabyAI's ``goto`` family or its ``GoToRedBall`` level) restricts
+the tasks RL draws, for a small agent that solves only some of them;
+``train_tasks`` keeps a seeded draw of that many of them, a fixed training set
+whose success can be compared step by step when every step plays all of it.
+Trainer settings (``rl.trainer``: estimator, samples per task, lr, …) are
 ``evoflow.train.rl.config.RLConfig``'s, paper values by default.
 """
 
