@@ -10,8 +10,8 @@ from evoflow.envs import EnvError, TaskError, make_env, play_expert, replay
 from evoflow.envs.textcraft import TextCraftEnv, goal_list, goals
 from evoflow.envs.textcraft_recipes import build_book, default_book, recipe_dir
 
-CRAFTING_TABLE = "191"  # goal 191 (crafting table, depth 2), distractor variant 0
-GOALS = 532
+CRAFTING_TABLE = "177"  # goal 177 (crafting table, depth 2), distractor variant 0
+GOALS = 550
 
 
 def test_scripted_actions_give_exact_observations():
@@ -134,8 +134,25 @@ def test_tags_resolve_to_one_member():
     )
     # a tag without members is itself a base item
     assert book.is_base("stone_tool_materials")
-    # loops are cut: iron block <-> iron ingot <-> iron nugget are all base items
-    assert all(book.is_base(i) for i in ("iron_ingot", "iron_block", "iron_nugget"))
+    # loops are cut at unpacking first: nugget -> ingot -> block is kept (Minecraft's
+    # 9-to-1 packing recipes), block -> 9 ingots and ingot -> 9 nuggets are not
+    assert book.is_base("iron_nugget")
+    assert (
+        book.canonical["iron_ingot"].command == "craft 1 iron ingot using 9 iron nugget"
+    )
+    assert (
+        book.canonical["iron_block"].command == "craft 1 iron block using 9 iron ingot"
+    )
+    assert (book.depth["iron_ingot"], book.depth["iron_block"]) == (1, 2)
+    # ... and at cutting: slabs from sandstone only (not from chiseled sandstone,
+    # itself made of two slabs)
+    assert book.recipes["sandstone_slab"][0].command == (
+        "craft 6 sandstone slab using 3 sandstone"
+    )
+    assert len(book.recipes["sandstone_slab"]) == 1
+    # a loop with no unpacking side is cut both ways: a honey block (4 bottles)
+    # and a bottle (a block and 4 glass bottles) are not crafted here
+    assert book.is_base("honey_bottle") and "honey_block" not in book.recipes
 
 
 def test_goal_list_does_not_depend_on_file_order():

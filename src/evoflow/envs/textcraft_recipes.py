@@ -20,11 +20,15 @@ Normalisation
   and, for a one-word tag, the items whose id ends in ``_S`` (``logs`` ->
   ``oak_log``, ``birch_log``, ...). A tag with no members is itself an item
   (``stone_tool_materials``), which no recipe makes.
-* Loops. Recipes such as iron ingot <-> iron block <-> iron nugget form loops.
-  An alternative ``x`` of a recipe for ``o`` is dropped when ``o`` can be made
-  from ``x`` (directly or through other recipes); a recipe left with an
-  ingredient without alternatives is dropped. What remains has no loops, and the
-  items on a loop (here iron ingot, block and nugget) become base items.
+* Loops. Recipes such as iron nugget <-> iron ingot <-> iron block form loops.
+  Cutting one means dropping an alternative ``x`` of a recipe for ``o`` when
+  ``o`` can be made from ``x`` (directly or through other recipes); a recipe
+  left with an ingredient without alternatives is dropped. Loops are cut first
+  at the recipes that yield more items than they use — unpacking (an iron block
+  into 9 ingots, an ingot into 9 nuggets) and cutting (3 sandstone, or its
+  chiseled form, into 6 slabs) — and then, both ways, wherever loops remain. So
+  packing survives: nuggets are base items, an ingot is crafted from 9 of them
+  and a block from 9 ingots, as in AgentGym's book.
 * Each alternative is then resolved to one item: the one with the shallowest
   crafting tree, then the shortest id, then the alphabetically first
   (``planks`` -> ``oak_planks``, ``coals`` -> ``coal``, ``wool`` -> ``white_wool``).
@@ -233,10 +237,21 @@ def _made_from(raw: list[RawRecipe]) -> dict[str, set[str]]:
 
 
 def _cut_loops(raw: list[RawRecipe]) -> list[RawRecipe]:
-    """Drop alternatives from which the recipe's own output can be made."""
+    """Cut loops: first at the recipes that make more items than they use
+    (unpacking a block, cutting slabs), then wherever loops remain."""
+    unpacking = _cut(raw, lambda r: r.count > sum(n for _, n in r.slots))
+    return _cut(unpacking, lambda r: True)
+
+
+def _cut(raw: list[RawRecipe], where) -> list[RawRecipe]:
+    """In the recipes ``where`` selects, drop the alternatives from which the
+    recipe's own output can be made, and a recipe left with an empty slot."""
     reach = _made_from(raw)
     kept = []
     for r in raw:
+        if not where(r):
+            kept.append(r)
+            continue
         slots = tuple(
             (tuple(o for o in opts if r.output not in reach.get(o, ())), n)
             for opts, n in r.slots
