@@ -152,11 +152,11 @@ def test_textcraft_goal_mapping_is_documented_against_agentgym():
     # Assert: their order is by depth, then listing order; ours by depth, then id.
     assert len(theirs) == len(set(theirs)) == 544
     same_id = [i for i in range(len(theirs)) if ours[i] == theirs[i]]
-    assert same_id == [169, 447, 497, 518]
+    assert same_id == []
     assert [goal for goal in test if goal not in theirs] == []
-    # the books differ by one of their goals and a few of ours
-    assert [goal for goal in theirs if goal not in ours] == ["honey block"]
-    assert len(ours) == 550 and len(set(ours) - set(theirs)) == 7
+    # every one of their goals is one of ours; 7 of ours are not theirs
+    assert [goal for goal in theirs if goal not in ours] == []
+    assert len(ours) == 551 and len(set(ours) - set(theirs)) == 7
 
 
 def test_maze_observations_match_agentgym():

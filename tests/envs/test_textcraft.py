@@ -10,8 +10,8 @@ from evoflow.envs import EnvError, TaskError, make_env, play_expert, replay
 from evoflow.envs.textcraft import TextCraftEnv, goal_list, goals
 from evoflow.envs.textcraft_recipes import build_book, default_book, recipe_dir
 
-CRAFTING_TABLE = "177"  # goal 177 (crafting table, depth 2), distractor variant 0
-GOALS = 550
+CRAFTING_TABLE = "178"  # goal 178 (crafting table, depth 2), distractor variant 0
+GOALS = 551
 
 
 def test_scripted_actions_give_exact_observations():
@@ -150,9 +150,12 @@ def test_tags_resolve_to_one_member():
         "craft 6 sandstone slab using 3 sandstone"
     )
     assert len(book.recipes["sandstone_slab"]) == 1
-    # a loop with no unpacking side is cut both ways: a honey block (4 bottles)
-    # and a bottle (a block and 4 glass bottles) are not crafted here
-    assert book.is_base("honey_bottle") and "honey_block" not in book.recipes
+    # ... and at a recipe that yields more than it takes of the looping ingredient:
+    # 4 honey bottles from a honey block and 4 glass bottles
+    assert book.is_base("honey_bottle")
+    assert book.canonical["honey_block"].command == (
+        "craft 1 honey block using 4 honey bottle"
+    )
 
 
 def test_goal_list_does_not_depend_on_file_order():

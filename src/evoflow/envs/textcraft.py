@@ -10,7 +10,7 @@ taken in any amount with ``get``; everything else has to be crafted.
 
 Goals are the craftable items whose canonical crafting tree has depth 1-4 and
 whose expert plan (one ``get`` per base item, one ``craft`` per crafted item)
-fits the turn cap: 550 items, 120 / 298 / 121 / 11 of depth 1 / 2 / 3 / 4.
+fits the turn cap: 551 items, 121 / 298 / 121 / 11 of depth 1 / 2 / 3 / 4.
 
 Task ids follow AgentGym's rule, made reproducible. AgentGym's ``data_idx`` ``i``
 is item ``i % n`` of its craftable items sorted by depth, where the order within
@@ -18,16 +18,16 @@ a depth is the order in which ``os.listdir`` returned the recipe files and its
 command lists also depend on hash order, so its ids name different goals on
 different machines (``tests/envs/fixtures/agentgym_textcraft.json`` holds the 544
 goals its server gave, by id, on one machine). Here the goals are sorted by depth
-and then by item id, and task id ``i`` is goal ``i % 550`` with distractor
-variant ``i // 550`` (0-9): ids ``0``-``119`` are the depth-1 goals, and so on.
-The same goal seldom has the same id in both (4 times in those 544 ids):
+and then by item id, and task id ``i`` is goal ``i % 551`` with distractor
+variant ``i // 551`` (0-9): ids ``0``-``120`` are the depth-1 goals, and so on.
+The same goal seldom has the same id in both (never in those 544 ids):
 translate ids through the goal names. The recipe books differ a little, too:
 AgentGym's keeps one direction of each recipe loop (the one its file order meets
 first), ours keeps the packing direction (nuggets -> ingot -> block, as
 AgentGym's does: ``iron boots`` is depth 2 in both) and cuts the loops that
-remain both ways (see ``textcraft_recipes``), so one of its goals (``honey
-block``) is not crafted here, and 7 of ours are not among its goals (quartz and
-purpur variants, ``snow``). All 100 of our test goals are AgentGym goals.
+remain both ways (see ``textcraft_recipes``), so every one of its 544 goals is
+a goal here, and 7 of ours are not among its goals (quartz and purpur variants,
+``snow``). All 100 of our test goals are AgentGym goals.
 
 The test split keeps AgentGym-RL's depth mix: 100 goals at variant 0, 31 / 41 /
 25 / 3 of depth 1 / 2 / 3 / 4, drawn per depth with a fixed seed. The training

@@ -24,11 +24,12 @@ Normalisation
   Cutting one means dropping an alternative ``x`` of a recipe for ``o`` when
   ``o`` can be made from ``x`` (directly or through other recipes); a recipe
   left with an ingredient without alternatives is dropped. Loops are cut first
-  at the recipes that yield more items than they use — unpacking (an iron block
-  into 9 ingots, an ingot into 9 nuggets) and cutting (3 sandstone, or its
-  chiseled form, into 6 slabs) — and then, both ways, wherever loops remain. So
-  packing survives: nuggets are base items, an ingot is crafted from 9 of them
-  and a block from 9 ingots, as in AgentGym's book.
+  at the recipes that unpack: that yield more items than they take of an
+  ingredient their output can be made back into (an iron block into 9 ingots,
+  an ingot into 9 nuggets, 3 sandstone into 6 slabs, a honey block and 4 glass
+  bottles into 4 honey bottles) — and then, both ways, wherever loops remain.
+  So packing survives: nuggets are base items, an ingot is crafted from 9 of
+  them and a block from 9 ingots, as in AgentGym's book.
 * Each alternative is then resolved to one item: the one with the shallowest
   crafting tree, then the shortest id, then the alphabetically first
   (``planks`` -> ``oak_planks``, ``coals`` -> ``coal``, ``wool`` -> ``white_wool``).
@@ -237,10 +238,17 @@ def _made_from(raw: list[RawRecipe]) -> dict[str, set[str]]:
 
 
 def _cut_loops(raw: list[RawRecipe]) -> list[RawRecipe]:
-    """Cut loops: first at the recipes that make more items than they use
-    (unpacking a block, cutting slabs), then wherever loops remain."""
-    unpacking = _cut(raw, lambda r: r.count > sum(n for _, n in r.slots))
-    return _cut(unpacking, lambda r: True)
+    """Cut loops: first at the recipes that unpack (see the module docstring),
+    then wherever loops remain."""
+    reach = _made_from(raw)
+
+    def unpacks(r: RawRecipe) -> bool:
+        return any(
+            r.count > n and any(r.output in reach.get(o, ()) for o in opts)
+            for opts, n in r.slots
+        )
+
+    return _cut(_cut(raw, unpacks), lambda r: True)
 
 
 def _cut(raw: list[RawRecipe], where) -> list[RawRecipe]:
