@@ -6,18 +6,18 @@ base items, craft the goal with its listed command), the server averages the
 two adapters, and the global adapter plays held-out depth-1 test goals greedily
 through the HF backend — the path every evaluation job takes. The pre-trained
 model solves none of them (it echoes the crafting commands instead of acting);
-after two epochs on 12 demonstrations per client it solves 9 of 31 (2-core bf16
-machine, one thread; the test asks for 6). With 8 per client it solved 5, with
-two or three epochs: the depth-1 stratum changed when the recipe book began to
-keep packing recipes (its 31 test goals now include ``gold ingot`` and ``packed
-ice``, which it solves, and ``brick wall``, whose 6-for-6 amounts it misses).
+after two epochs on 12 demonstrations per client it solves 11 of 31 (2-core
+bf16 machine, one thread; the test asks for 6). With 8 per client it solved 10
+before the recipe book kept packing recipes, and 5 after (two or three epochs;
+the depth-1 stratum then gained the ingots and storage blocks, which it solves,
+and lost the iron and gold tools, and its 31 test goals were drawn anew).
 
 The test is meant to fail when any stage of learning breaks. Broken once on
-purpose, each at two epochs (8 demonstrations per client, the earlier book), it
-failed with SFT labels shifted by one token (0 of 31 solved after training),
-with the optimizer step skipped so the LoRA never updates (0 of 31), with
-evaluation ignoring the adapter (0 of 31), and with the server summing the
-clients' adapters instead of averaging them (0 of 31).
+purpose with today's settings, the server summing the clients' adapters instead
+of averaging them, it failed (0 of 31 solved after training). Earlier, at 8
+demonstrations per client and the earlier book, it also failed with SFT labels
+shifted by one token, with the optimizer step skipped so the LoRA never updates
+and with evaluation ignoring the adapter (0 of 31 each).
 """
 
 from __future__ import annotations
