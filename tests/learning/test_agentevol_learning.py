@@ -16,12 +16,14 @@ stay flat at this scale (10 -> 9 of 31 with the earlier book), which is why the
 guard measures the explored goals: AgentGym's loop improves the agent where it
 found successes first.
 
-Broken once on purpose, each in a clone (8 demonstrations, the earlier book):
-with the kept explorations left out of D_1 it failed (4 before, 4 after); with
-the filter inverted (27 failures kept) the agent still gained (4 → 7: failed
-episodes at this scale still teach the action format), so the test also checks
-what D_1 holds — the demos and the explorations that succeeded, nothing else —
-and with that check the inverted filter fails.
+Broken once on purpose with today's settings, the iteration's agent learned from
+the demos alone (its successes left out): 16 before, 16 after, and it failed.
+Earlier (8 demonstrations, the earlier book), with the kept explorations left
+out of D_1 it failed (4 before, 4 after); with the filter inverted (27 failures
+kept) the agent still gained (4 → 7: failed episodes at this scale still teach
+the action format), so the test also checks what D_1 holds — the demos and the
+explorations that succeeded, nothing else — and with that check the inverted
+filter fails.
 """
 
 from __future__ import annotations
