@@ -240,24 +240,26 @@ def _made_from(raw: list[RawRecipe]) -> dict[str, set[str]]:
 def _cut_loops(raw: list[RawRecipe]) -> list[RawRecipe]:
     """Cut loops: first at the recipes that unpack (see the module docstring),
     then wherever loops remain."""
-    reach = _made_from(raw)
-
-    def unpacks(r: RawRecipe) -> bool:
-        return any(
-            r.count > n and any(r.output in reach.get(o, ()) for o in opts)
-            for opts, n in r.slots
-        )
-
-    return _cut(_cut(raw, unpacks), lambda r: True)
+    return _cut(_cut(raw, _unpacks))
 
 
-def _cut(raw: list[RawRecipe], where) -> list[RawRecipe]:
-    """In the recipes ``where`` selects, drop the alternatives from which the
-    recipe's own output can be made, and a recipe left with an empty slot."""
+def _unpacks(r: RawRecipe, reach: dict[str, set[str]]) -> bool:
+    """Whether ``r`` yields more items than it takes of an ingredient its own
+    output can be made back into (block -> 9 ingots)."""
+    return any(
+        r.count > n and any(r.output in reach.get(o, ()) for o in opts)
+        for opts, n in r.slots
+    )
+
+
+def _cut(raw: list[RawRecipe], where=None) -> list[RawRecipe]:
+    """In the recipes ``where(recipe, reach)`` selects (all of them without
+    ``where``), drop the alternatives from which the recipe's own output can be
+    made, and a recipe left with an empty slot."""
     reach = _made_from(raw)
     kept = []
     for r in raw:
-        if not where(r):
+        if where is not None and not where(r, reach):
             kept.append(r)
             continue
         slots = tuple(
