@@ -229,6 +229,12 @@ def method_evaluations(name):
     return family(method).evaluations(LAYOUT, method, ENVS)
 
 
+def all_evaluations():
+    """Every method's evaluation metrics, each once (methods that start from
+    another's adapter share its evaluation)."""
+    return list(dict.fromkeys(f for name in METHODS for f in method_evaluations(name)))
+
+
 def method_artifacts(name):
     """Every file a method leaves behind, round by round."""
     method = METHODS[name]

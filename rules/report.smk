@@ -19,7 +19,7 @@ rule resolved_config:
 rule report:
     input:
         config=f"{RESULTS}/config.json",
-        metrics=[f for name in METHODS for f in method_evaluations(name)],
+        metrics=all_evaluations(),
         comm=rank_comm_files(),
         fed_comm=fed_comm_files(),
         buffers=explore_buffers(),

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from evoflow.store.shards import read_shard
-from tests.workflow.conftest import ROOT, planned_jobs, snakemake
+from tests.workflow.conftest import ROOT, dry_run_jobs, planned_jobs, snakemake
 
 pytestmark = pytest.mark.slow
 CONFIG = ROOT / "tests" / "configs" / "tiny_rl.yaml"
@@ -100,6 +100,15 @@ def test_the_papers_subset_tables_count_our_final_evaluation(run):
     assert (run / "reports/tiny-rl/figures/rl_training.png").read_bytes()[
         :4
     ] == b"\x89PNG"
+
+
+def test_no_job_lists_an_input_twice(tmp_path):
+    # both RL methods start from AgentTraj-SFT and share its evaluation: the
+    # report needs each metrics file once, not once per method that shares it
+    out = snakemake(tmp_path, "-n", config=CONFIG).stdout
+    for job in dry_run_jobs(out):
+        twice = sorted({f for f in job["input"] if job["input"].count(f) > 1})
+        assert not twice, f"rule {job['rule']} lists {twice} more than once"
 
 
 def test_rerun_is_a_no_op_and_a_lost_span_reruns_alone(run, tmp_path):
