@@ -307,6 +307,8 @@ def action_table(view: View, carrying) -> tuple[dict[str, list[int]], dict[str, 
 class AgentGymBabyAIEnv(BabyAIEnv):
     """BabyAI with AgentGym's observations, actions and rewards (module docstring)."""
 
+    _game = None  # the running minigrid game (this dialect has no World)
+
     def _reset(self, task_id: str) -> str:
         self._game, obs = new_game(*level_for(task_id))
         self._reward, self._done = 0.0, False
@@ -315,7 +317,7 @@ class AgentGymBabyAIEnv(BabyAIEnv):
 
     @property
     def goal(self) -> str:
-        if not hasattr(self, "_game"):
+        if self._game is None:
             raise EnvError(f"{self.name}: no goal before reset(task_id)")
         return shown_goal(self._game.mission)
 
