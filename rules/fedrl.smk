@@ -20,6 +20,7 @@ rule rl_client_span:
     params:
         settings=rl_client_settings,
     threads: 1
+    priority: chain_first
     conda:
         ENV
     script:

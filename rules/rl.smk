@@ -19,6 +19,7 @@ rule rl_span:
     params:
         settings=rl_settings,
     threads: 1
+    priority: chain_first
     conda:
         ENV
     script:
