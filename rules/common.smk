@@ -46,11 +46,6 @@ def method_of(wildcards):
     return METHODS[wildcards.method]
 
 
-def chain_first(wildcards):
-    """Priority of a job in a chain of rounds: the rounds still to go from its own."""
-    return method_of(wildcards).rounds_from(int(wildcards.round))
-
-
 # --- paths -----------------------------------------------------------------
 
 LAYOUT = Layout(RESULTS)

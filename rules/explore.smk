@@ -20,7 +20,6 @@ rule explore:
             ENVS, ["explore", "max_turns", "remote", "strata"], explore_sampling(method_of(wc))
         ),
     threads: 1
-    priority: chain_first
     conda:
         ENV
     script:

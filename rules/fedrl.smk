@@ -20,7 +20,6 @@ rule rl_client_span:
     params:
         settings=rl_client_settings,
     threads: 1
-    priority: chain_first
     conda:
         ENV
     script:

@@ -20,7 +20,6 @@ rule train_client:
         sft=lambda wc: method_of(wc).sft_for(int(wc.round), wc.env).to_dict(),
         loss_log=f"{LOGS}/{{method}}/round={{round}}/train/{{env}}.loss.jsonl",
     threads: 1
-    priority: chain_first
     conda:
         ENV
     script:
@@ -47,7 +46,6 @@ rule aggregate:
         seed=config["seed"],
         model=config["model"]["name"],
         sft=lambda wc: method_of(wc).sft_for(1, ENVS[0]).to_dict(),
-    priority: chain_first
     conda:
         ENV
     script:

@@ -19,7 +19,6 @@ rule rl_span:
     params:
         settings=rl_settings,
     threads: 1
-    priority: chain_first
     conda:
         ENV
     script:

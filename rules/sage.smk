@@ -55,7 +55,6 @@ rule sage_span:
     params:
         settings=sage_method_settings,
     threads: 1
-    priority: chain_first
     conda:
         ENV
     script:

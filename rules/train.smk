@@ -19,7 +19,6 @@ rule train_pooled:
         sft=lambda wc: family(method_of(wc)).sft(method_of(wc), int(wc.round), POOLED).to_dict(),
         loss_log=f"{LOGS}/{{method}}/round={{round}}/train/pooled.loss.jsonl",
     threads: 1
-    priority: chain_first
     conda:
         ENV
     script:

@@ -32,23 +32,18 @@ def snakemake(
     return run
 
 
-def dry_run_jobs(text: str) -> list[dict]:
-    """Jobs of a ``snakemake -n`` printout: rule name, input and output files,
-    wildcards (as printed) and priority (0 where none is printed)."""
+def dry_run_jobs(text: str) -> list[dict[str, list[str] | str]]:
+    """Jobs of a ``snakemake -n`` printout: rule name, input and output files."""
     jobs: list[dict] = []
     for line in text.splitlines():
         stripped = line.strip()
         if stripped.startswith(("rule ", "localrule ")) and stripped.endswith(":"):
-            rule = stripped.split()[1].rstrip(":")
-            jobs.append({"rule": rule, "input": [], "output": [], "wildcards": "",
-                         "priority": 0})  # fmt: skip
+            jobs.append(
+                {"rule": stripped.split()[1].rstrip(":"), "input": [], "output": []}
+            )
         elif jobs and stripped.startswith(("input:", "output:")):
             key, _, files = stripped.partition(":")
             jobs[-1][key] = [f.strip() for f in files.split(",") if f.strip()]
-        elif jobs and stripped.startswith("wildcards:"):
-            jobs[-1]["wildcards"] = stripped.partition(":")[2].strip()
-        elif jobs and stripped.startswith("priority:"):
-            jobs[-1]["priority"] = int(stripped.partition(":")[2])
     return jobs
 
 

@@ -177,22 +177,6 @@ def test_a_killed_run_resumes_without_reading_partial_artifacts(tiny_copy):
     assert all(p.name.startswith(".") for p in leftovers)
 
 
-def test_the_earliest_rounds_of_each_chain_are_scheduled_first(tmp_path):
-    # tiny.yaml: Fed-SE and FedIT run 2 rounds, Local trains once; a job's
-    # priority is the rounds still to go from its own, evaluations have none
-    jobs = dry_run_jobs(snakemake(tmp_path, "-n").stdout)
-    priority = {(j["rule"], j["wildcards"]): j["priority"] for j in jobs}
-    assert priority["explore", "method=fedse, round=1"] == 2
-    assert priority["explore", "method=fedse, round=2"] == 1
-    for method in ("fedse", "fedit"):
-        assert priority["train_client", f"method={method}, round=1, env=maze"] == 2
-        assert priority["aggregate", f"method={method}, round=1"] == 2
-        assert priority["aggregate", f"method={method}, round=2"] == 1
-        assert priority["evaluate", f"method={method}, round=2"] == 0
-    assert priority["train_client", "method=local, round=1, env=maze"] == 1
-    assert priority["train_pooled", "method=centralized, round=1"] == 1
-
-
 def test_aggregation_never_sees_trajectories(tmp_path):
     """Privacy as a DAG property: server-side jobs take adapters only."""
     workdir = tmp_path / "dag"

@@ -67,12 +67,6 @@ class Method:
     def final_round(self) -> int:
         return self.eval_rounds[-1]
 
-    def rounds_from(self, round: int) -> int:
-        """The rounds from ``round`` to the last, both counted (0 past the
-        last): a job's scheduling priority, so that the earliest rounds of the
-        longest chains run first and jobs that wait on nothing fill idle cores."""
-        return max(self.final_round - round + 1, 0)
-
     def sft_for(self, round: int, client: str) -> SFTConfig:
         """The SFT settings of one training job, with the job's own seed.
 
