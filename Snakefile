@@ -27,6 +27,22 @@ include: "rules/evaluate.smk"
 include: "rules/report.smk"
 
 
+# A local run's script jobs start from one warm interpreter (evoflow.warmstart):
+# a model job skips seconds of imports. Remote and cluster jobs start cold.
+onstart:
+    if workflow.local_exec and not (workflow.remote_exec or workflow.subprocess_exec):
+        preload = ("mlflow",) if tracking_enabled(config) else ()
+        warmstart.begin(preload, ledger=f"{LOGS}/bench/{warmstart.LEDGER}")
+
+
+onsuccess:
+    warmstart.end()
+
+
+onerror:
+    warmstart.end()
+
+
 rule all:
     input:
         final_outputs(),

@@ -3,11 +3,13 @@
 import os
 import re
 
+from evoflow import warmstart
 from evoflow.config import config_hash, validate_config
 from evoflow.helmsman import layout as helm_layout
 from evoflow.methods import POOLED, Layout, family, jobs, methods_from_config
 from evoflow.methods.base import tts_files
 from evoflow.methods.layout import EXPERT, EXPERT_SETS
+from evoflow.tracking import enabled as tracking_enabled
 from evoflow.report.build import rank_methods, report_outputs, report_rl_inputs, report_sage_inputs
 
 # Fill defaults in place so every rule sees the same resolved config; a wrong

@@ -1,5 +1,9 @@
 """Average the round's client adapters into the global adapter; account bytes."""
 
+from evoflow.warmstart import handoff
+
+handoff()
+
 import logging
 import sys
 

@@ -1,5 +1,9 @@
 """The round's experience buffer: a manifest over earlier shards, never a copy."""
 
+from evoflow.warmstart import handoff
+
+handoff()
+
 import sys
 
 from evoflow.store.manifest import build_buffer

@@ -1,5 +1,9 @@
 """Evaluate one (method, round) greedily on every environment's test tasks."""
 
+from evoflow.warmstart import handoff
+
+handoff()
+
 import logging
 import sys
 

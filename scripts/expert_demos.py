@@ -1,5 +1,9 @@
 """Play, verify and store the expert demonstrations of one environment."""
 
+from evoflow.warmstart import handoff
+
+handoff()
+
 import logging
 import sys
 

@@ -1,6 +1,10 @@
 """The clients of a round explore their own environments with the adapter the
 round starts from (all in one batch)."""
 
+from evoflow.warmstart import handoff
+
+handoff()
+
 import logging
 import sys
 

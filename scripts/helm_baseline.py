@@ -1,6 +1,10 @@
 """A baseline's runs of a task in the sandbox, one per seed
 (evoflow.helmsman.run.run_baseline)."""
 
+from evoflow.warmstart import handoff
+
+handoff()
+
 import logging
 import sys
 from pathlib import Path

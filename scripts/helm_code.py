@@ -1,5 +1,9 @@
 """The agents' coding phase for one task (evoflow.helmsman.run.code)."""
 
+from evoflow.warmstart import handoff
+
+handoff()
+
 import logging
 import sys
 from pathlib import Path

@@ -1,5 +1,9 @@
 """A task's offline substitute data for every seed (evoflow.helmsman.run.make_data)."""
 
+from evoflow.warmstart import handoff
+
+handoff()
+
 import logging
 import sys
 from pathlib import Path

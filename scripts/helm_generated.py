@@ -1,6 +1,10 @@
 """The agents' final codebase on the benchmark's settings, one run per seed
 (evoflow.helmsman.run.final_run)."""
 
+from evoflow.warmstart import handoff
+
+handoff()
+
 import logging
 import sys
 from pathlib import Path

@@ -1,5 +1,9 @@
 """The agents' planning phase for one task (evoflow.helmsman.run.plan)."""
 
+from evoflow.warmstart import handoff
+
+handoff()
+
 import logging
 import sys
 from pathlib import Path

@@ -1,6 +1,10 @@
 """The agents' simulate / diagnose / repair loop for one task
 (evoflow.helmsman.run.refine_task); resumes at the last attempt written."""
 
+from evoflow.warmstart import handoff
+
+handoff()
+
 import logging
 import sys
 from pathlib import Path

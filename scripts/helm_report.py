@@ -1,5 +1,9 @@
 """Helmsman's tables (evoflow.report.helmsman.write_report)."""
 
+from evoflow.warmstart import handoff
+
+handoff()
+
 import logging
 import sys
 

@@ -1,5 +1,9 @@
 """Write a manifest listing whole shards (no episode is copied)."""
 
+from evoflow.warmstart import handoff
+
+handoff()
+
 import sys
 
 from evoflow.store.manifest import write_shards_manifest

@@ -1,5 +1,9 @@
 """One dataset from several manifests (their shard lists joined, nothing copied)."""
 
+from evoflow.warmstart import handoff
+
+handoff()
+
 import sys
 
 from evoflow.store.manifest import merge_manifests

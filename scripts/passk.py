@@ -1,5 +1,9 @@
 """pass@k of one (method, round) over k samples per test task."""
 
+from evoflow.warmstart import handoff
+
+handoff()
+
 import logging
 import sys
 

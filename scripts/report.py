@@ -1,5 +1,9 @@
 """Regenerate the experiment's tables and figures from cached metrics."""
 
+from evoflow.warmstart import handoff
+
+handoff()
+
 import logging
 import sys
 

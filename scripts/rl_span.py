@@ -1,6 +1,10 @@
 """One span of RL training steps (evoflow.train.rl.run): a method's span, or
 one federated client's span of a round (the client's env only)."""
 
+from evoflow.warmstart import handoff
+
+handoff()
+
 import logging
 import sys
 from pathlib import Path

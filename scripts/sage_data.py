@@ -1,5 +1,9 @@
 """SAGE's seed pool and held-out problems (evoflow.sage.run.prepare)."""
 
+from evoflow.warmstart import handoff
+
+handoff()
+
 import logging
 import sys
 

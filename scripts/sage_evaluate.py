@@ -1,5 +1,9 @@
 """The Solver's pass@1 on SAGE's held-out problems (evoflow.sage.run.evaluate)."""
 
+from evoflow.warmstart import handoff
+
+handoff()
+
 import logging
 import sys
 

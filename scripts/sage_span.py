@@ -1,5 +1,9 @@
 """One span of SAGE steps (evoflow.sage.run.run_span)."""
 
+from evoflow.warmstart import handoff
+
+handoff()
+
 import logging
 import sys
 from pathlib import Path

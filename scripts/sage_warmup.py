@@ -1,5 +1,9 @@
 """SFT on the SAGE roles' tags over the seed set (evoflow.sage.run.warm_up)."""
 
+from evoflow.warmstart import handoff
+
+handoff()
+
 import logging
 import sys
 

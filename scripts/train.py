@@ -1,5 +1,9 @@
 """LoRA SFT of one adapter on the episodes of a buffer manifest."""
 
+from evoflow.warmstart import handoff
+
+handoff()
+
 import logging
 import sys
 

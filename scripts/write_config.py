@@ -1,5 +1,9 @@
 """Record the resolved config (defaults filled) and its hash beside the results."""
 
+from evoflow.warmstart import handoff
+
+handoff()
+
 import sys
 
 from evoflow.atomic import write_json

@@ -9,10 +9,12 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 
 import pytest
 import yaml
 
+from evoflow import warmstart
 from evoflow.seeding import derive_seed
 from evoflow.store.query import connect
 from tests.workflow.conftest import ROOT, TINY, dry_run_jobs, planned_jobs, snakemake
@@ -102,11 +104,29 @@ def test_deleting_one_client_adapter_reruns_only_what_depends_on_it(
     assert (
         sum(1 for r, _, rnd in rules if r == "train_client" and rnd == "round=1") == 1
     )
-    snakemake(tiny_copy)
+    ledger = tiny_copy / "logs/tiny/bench" / warmstart.LEDGER
+    notes = ledger.read_text()
+    snakemake(tiny_copy, env={**os.environ, warmstart.SWITCH_VAR: "0"})
     assert planned_jobs(tiny_copy) == []
+    assert ledger.read_text() == notes  # the rerun's jobs started cold
     # Same seed, same results: the rerun chain (training, aggregation, exploration
-    # and evaluation of Fed-SE, in another directory) rebuilds what it replaced.
+    # and evaluation of Fed-SE, in another directory, each job in a process of its
+    # own) rebuilds what the warm-started run made.
     assert_same_results(tiny_run, tiny_copy)
+
+
+def test_every_job_of_a_local_run_started_warm(tiny_run):
+    bench = tiny_run / "logs/tiny/bench"
+    benchmarked = Counter(
+        path.relative_to(bench).parts[0] for path in bench.glob("*/**/*.tsv")
+    )
+    lines = (bench / warmstart.LEDGER).read_text().splitlines()
+    notes = Counter(json.loads(line)["rule"] for line in lines)
+    # one note a job (each ran in the warm server), also for the unbenchmarked report
+    assert {rule: notes[rule] for rule in benchmarked} == benchmarked
+    assert notes["report"] == 1
+    train = [json.loads(line) for line in lines if '"train_client"' in line]
+    assert all(n["max_rss"] > 100 and n["cpu_time"] > 0 for n in train)
 
 
 def assert_same_results(first, second) -> None:

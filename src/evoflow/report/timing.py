@@ -4,15 +4,19 @@ Every model-running rule has a Snakemake ``benchmark:`` file under
 ``logs/<experiment>/bench/<rule>/…`` (a TSV whose ``s`` column is the job's wall
 seconds and ``max_rss`` its peak memory in MB). The table sums them per rule and
 gives each rule's share of the summed job time; on ``--cores N`` the run's wall
-time is about that sum over N.
+time is about that sum over N. A job started warm (``evoflow.warmstart``) ran in
+a process its benchmark does not see: its peak memory comes from the note its
+job process left in ``warm_jobs.jsonl`` (the latest note per job).
 """
 
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 from evoflow.errors import EvoflowError
+from evoflow.warmstart import LEDGER
 
 
 def rule_times(bench: str | Path) -> dict[str, dict[str, float]]:
@@ -34,7 +38,27 @@ def rule_times(bench: str | Path) -> dict[str, dict[str, float]]:
         rss = row.get("max_rss", "NA")
         if rss not in ("NA", "-", ""):
             entry["max_rss_mb"] = max(entry["max_rss_mb"], float(rss))
+    for rule, rss in _warm_peaks(bench / LEDGER).items():
+        if rule in rules:
+            rules[rule]["max_rss_mb"] = max(rules[rule]["max_rss_mb"], rss)
     return rules
+
+
+def _warm_peaks(ledger: Path) -> dict[str, float]:
+    """Per rule, the largest peak RSS of warm-started jobs (each job's latest note)."""
+    if not ledger.is_file():
+        return {}
+    latest: dict[tuple, dict] = {}
+    for number, line in enumerate(ledger.read_text().splitlines(), start=1):
+        try:
+            note = json.loads(line)
+            latest[(note["rule"], note["output"])] = note
+        except (ValueError, KeyError, TypeError) as exc:
+            raise EvoflowError(f"{ledger}:{number}: not a job note: {exc}") from None
+    peaks: dict[str, float] = {}
+    for (rule, _), note in latest.items():
+        peaks[rule] = max(peaks.get(rule, 0.0), float(note["max_rss"]))
+    return peaks
 
 
 def timing_markdown(rules: dict[str, dict[str, float]]) -> str:
