@@ -20,10 +20,11 @@ from evoflow.report.timing import rule_times
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT = """\
-import os, sys
+import os, sys, tempfile
 from evoflow.warmstart import handoff
 handoff()
 print(json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "cwd": os.getcwd(),
+                  "tmp": tempfile.gettempdir(),
                   "marker": os.environ.get("MARKER"), "argv": sys.argv,
                   "child": os.environ.get("EVOFLOW_WARM_CHILD")}))
 sys.exit(int(os.environ.get("CODE", "0")))
@@ -32,7 +33,8 @@ sys.exit(int(os.environ.get("CODE", "0")))
 
 @pytest.fixture
 def server(tmp_path):
-    process, address = warmstart.start(tmp_path, preload=("json",))
+    # torch's import fixes the server's temp dir: a job must still get its own
+    process, address = warmstart.start(tmp_path, preload=("json", "torch"))
     assert process is not None, "the server did not come up"
     yield process, address
     warmstart.stop(process, address)
@@ -52,12 +54,16 @@ def job(tmp_path, body: str, address: str | None, **env) -> subprocess.Popen:
 
 def test_a_handed_off_job_runs_in_a_child_of_the_server_as_itself(tmp_path, server):
     process, address = server
-    run = job(tmp_path, REPORT, address, MARKER="m1", CODE="3")
+    (tmp_path / "t").mkdir()
+    run = job(
+        tmp_path, REPORT, address, MARKER="m1", CODE="3", TMPDIR=str(tmp_path / "t")
+    )
     out, err = run.communicate(timeout=60)
     seen = json.loads(out)
     assert run.returncode == 3, err
     assert seen["ppid"] == process.pid and seen["pid"] != run.pid
     assert seen["child"] == "1" and seen["marker"] == "m1"
+    assert seen["tmp"] == str(tmp_path / "t")
     assert seen["cwd"] == str(tmp_path) and seen["argv"] == [str(tmp_path / "job.py")]
 
 

@@ -2,8 +2,8 @@
 already imported torch, transformers, peft and evoflow.
 
 A Snakemake ``script:`` job is a new Python process, and a model job spends
-seconds importing before its first line of work (``benchmarks/job_startup.py``)
-— most of a tiny-model job, and tens of minutes over a run's jobs. When a local
+about 4 s importing before its first line of work (``benchmarks/warm_start.py``)
+— most of a tiny-model job, and minutes over the hundred jobs of a run. When a local
 run starts, the Snakefile starts a server (``serve``) that binds a Unix socket
 in a private folder, imports the heavy modules once, and then forks one child
 per job that asks: the job's process (``handoff``, the first statement of every
@@ -198,6 +198,10 @@ def _accept(listener: socket.socket, conn: socket.socket) -> None:
         request = json.loads(_recv_exact(conn, _HEADER.unpack(header)[0]) or b"")
     except (OSError, ValueError, struct.error):
         return
+    if len(fds) != 3:
+        for fd in fds:
+            os.close(fd)
+        return
     sys.stdout.flush()
     sys.stderr.flush()
     if os.fork() == 0:
@@ -219,6 +223,7 @@ def _child(conn: socket.socket, fds: list[int], request: dict) -> None:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"], **{CHILD_VAR: "1"})
+        tempfile.tempdir = None  # the job's TMPDIR, not the server's
         _threads(os.environ.get("OMP_NUM_THREADS"))
         sys.argv = [request["script"]]
         conn.settimeout(None)
