@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -158,3 +159,25 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_begin_sets_the_jobs_address_and_end_clears_it(tmp_path, monkeypatch):
+    monkeypatch.delenv(warmstart.SOCKET_VAR, raising=False)
+    address = warmstart.begin(ledger=str(tmp_path / "bench" / warmstart.LEDGER))
+    try:
+        assert address and os.environ[warmstart.SOCKET_VAR] == address
+        assert os.environ[warmstart.LEDGER_VAR] == str(
+            tmp_path / "bench" / warmstart.LEDGER
+        )
+        assert warmstart.begin() is None  # one server a run
+    finally:
+        warmstart.end()
+    assert warmstart.SOCKET_VAR not in os.environ and not Path(address).exists()
+
+
+def test_no_server_when_switched_off_or_without_a_private_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv(warmstart.SWITCH_VAR, "0")
+    assert warmstart.begin() is None
+    monkeypatch.delenv(warmstart.SWITCH_VAR)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    assert warmstart.begin() is None and warmstart.SOCKET_VAR not in os.environ

@@ -138,7 +138,11 @@ def begin(preload: tuple[str, ...] = (), ledger: str | None = None) -> str | Non
     None when switched off or it did not come up."""
     if os.environ.get(SWITCH_VAR) == "0" or _running:
         return None
-    process, address = start(preload=PRELOAD + tuple(preload))
+    try:
+        process, address = start(preload=PRELOAD + tuple(preload))
+    except OSError as exc:  # no private folder or no process: the jobs start cold
+        sys.stderr.write(f"warm start: no server ({exc}); jobs start cold\n")
+        return None
     if process is not None:
         _running.append((process, address))
         os.environ[SOCKET_VAR] = address
