@@ -28,9 +28,14 @@ include: "rules/report.smk"
 
 
 # A local run's script jobs start from one warm interpreter (evoflow.warmstart):
-# a model job skips seconds of imports. Remote and cluster jobs start cold.
+# a model job skips seconds of imports. Remote, cluster, conda and container jobs
+# start cold.
 onstart:
-    if workflow.local_exec and not (workflow.remote_exec or workflow.subprocess_exec):
+    if (
+        workflow.local_exec
+        and not (workflow.remote_exec or workflow.subprocess_exec or workflow.touch)
+        and not workflow.deployment_settings.deployment_method
+    ):
         preload = ("mlflow",) if tracking_enabled(config) else ()
         warmstart.begin(preload, ledger=f"{LOGS}/bench/{warmstart.LEDGER}")
 

@@ -45,7 +45,7 @@ def server(tmp_path):
 def job(tmp_path, body: str, address: str | None, **env) -> subprocess.Popen:
     script = tmp_path / "job.py"
     script.write_text("import json\n" + body)
-    variables = {**os.environ, **env, "PYTHONPATH": str(ROOT / "src")}
+    variables = {**os.environ, **env}
     variables.pop(warmstart.SOCKET_VAR, None)
     if address:
         variables[warmstart.SOCKET_VAR] = address
@@ -66,6 +66,13 @@ def test_a_handed_off_job_runs_in_a_child_of_the_server_as_itself(tmp_path, serv
     assert seen["child"] == "1" and seen["marker"] == "m1"
     assert seen["tmp"] == str(tmp_path / "t")
     assert seen["cwd"] == str(tmp_path) and seen["argv"] == [str(tmp_path / "job.py")]
+
+
+def test_a_job_for_another_interpreter_start_runs_cold(tmp_path, server):
+    run = job(tmp_path, REPORT, server[1], PYTHONHASHSEED="123")
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 0 and json.loads(out)["pid"] == run.pid
+    assert "starting cold" in err
 
 
 def test_without_a_server_the_job_runs_cold(tmp_path):
@@ -181,3 +188,19 @@ def test_no_server_when_switched_off_or_without_a_private_folder(tmp_path, monke
     monkeypatch.delenv(warmstart.SWITCH_VAR)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
     assert warmstart.begin() is None and warmstart.SOCKET_VAR not in os.environ
+
+
+def test_ctrl_c_reaches_the_job_and_its_cleanup_runs(tmp_path, server):
+    body = (
+        "import time\nfrom evoflow.warmstart import handoff\nhandoff()\n"
+        "open('started', 'w').close()\n"
+        "try:\n    time.sleep(300)\nfinally:\n    open('cleaned', 'w').close()\n"
+    )
+    run = job(tmp_path, body, server[1])
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "started").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    run.send_signal(signal.SIGINT)
+    _, err = run.communicate(timeout=60)
+    assert run.returncode != 0 and "KeyboardInterrupt" in err
+    assert (tmp_path / "cleaned").exists()
