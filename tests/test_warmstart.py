@@ -108,15 +108,11 @@ def test_a_job_whose_process_dies_takes_its_child_and_grandchildren(tmp_path, se
     )
     run = job(tmp_path, body, server[1])
     pids = tmp_path / "pids"
-    deadline = time.monotonic() + 60
-    while not pids.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    _wait_until(pids.exists, 60)
     child, grandchild = (int(p) for p in pids.read_text().split())
     run.send_signal(signal.SIGKILL)  # as Snakemake cancelling the job
     run.wait()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and (_alive(child) or _alive(grandchild)):
-        time.sleep(0.1)
+    _wait_until(lambda: not (_alive(child) or _alive(grandchild)), 10)
     assert not _alive(child) and not _alive(grandchild)
 
 
@@ -133,9 +129,7 @@ def test_the_server_leaves_when_its_parent_dies(tmp_path):
     assert _alive(server)
     parent.kill()
     parent.wait()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and _alive(server):
-        time.sleep(0.1)
+    _wait_until(lambda: not _alive(server), 10)
     assert not _alive(server)
 
 
@@ -155,6 +149,13 @@ def test_timing_takes_a_warm_jobs_peak_memory_from_its_latest_note(tmp_path):
     (bench / warmstart.LEDGER).write_text('{"rule": "x"}\n')
     with pytest.raises(EvoflowError, match=r"warm_jobs.jsonl:1: not a job note"):
         rule_times(bench)
+
+
+def _wait_until(condition, seconds: float) -> None:
+    """Poll ``condition`` until it holds or ``seconds`` pass (the caller asserts)."""
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def _alive(pid: int) -> bool:
@@ -197,9 +198,7 @@ def test_ctrl_c_reaches_the_job_and_its_cleanup_runs(tmp_path, server):
         "try:\n    time.sleep(300)\nfinally:\n    open('cleaned', 'w').close()\n"
     )
     run = job(tmp_path, body, server[1])
-    deadline = time.monotonic() + 60
-    while not (tmp_path / "started").exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    _wait_until((tmp_path / "started").exists, 60)
     run.send_signal(signal.SIGINT)
     _, err = run.communicate(timeout=60)
     assert run.returncode != 0 and "KeyboardInterrupt" in err

@@ -135,7 +135,7 @@ def serve(address: str, owner: int, preload: tuple[str, ...]) -> None:
         except Exception as exc:  # a job that needs it imports it (and says why)
             sys.stderr.write(f"warm start: {name} not preloaded: {exc}\n")
     try:
-        while os.getppid() == owner and _serving(address):
+        while os.getppid() == owner and os.path.exists(address):  # a stop removes it
             if select.select([listener], [], [], 1.0)[0]:
                 conn, _ = listener.accept()
                 with conn:
@@ -146,11 +146,6 @@ def serve(address: str, owner: int, preload: tuple[str, ...]) -> None:
         with contextlib.suppress(OSError):
             os.unlink(address)
             os.rmdir(os.path.dirname(address))
-
-
-def _serving(address: str) -> bool:
-    """Whether the socket is still ours to serve (a stop removes it)."""
-    return os.path.exists(address)
 
 
 _running: list = []  # the (process, address) this process started
