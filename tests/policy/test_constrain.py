@@ -11,8 +11,10 @@ from evoflow.policy.constrain import RowConstraint, Vocabulary
 
 # A toy tokenizer: id 0 ends the turn; texts are spelled by longest match.
 TOKENS = ["<end>", "A", "c", "t", "i", "o", "n", ":", " ", "Action", "Action:",
-          " go", " left", " right", "\n", "x", "g", "l", "e", "f", "r", "h", " g", ": g"]  # fmt: skip
+          " go", " left", " right", "\n", "x", "g", "l", "e", "f", "r", "h", " g", ": g",
+          "search[", "eco", "]", "x]", "]x", ": se", "arch["]  # fmt: skip
 STOP, ACTION_TAG, NEWLINE, X = 0, 10, 14, 15
+SPACE, SEARCH, ECO, CLOSE, X_CLOSE, CLOSE_X, TAG_SE, ARCH = 8, *range(24, 30), 30
 
 
 class ToyTokenizer:
@@ -106,11 +108,62 @@ def test_text_replies_are_constrained_from_the_first_token(vocab):
     assert state.allowed(20) == ("only", [16])  # "go left" spelled "g" "o" " " ...
 
 
+def slot_row(vocab, actions=()) -> RowConstraint:
+    return RowConstraint(vocab, ActionChoice(actions, "react", ("search[",)))
+
+
+def test_a_slot_is_opened_then_free_on_one_line_then_closed_and_ended(vocab):
+    # "x" "Action" ":" then " " "search[" as spelled; the query is free but may
+    # not hold a newline or a "]" inside a token ("]x"), nor close while empty
+    state = slot_row(vocab)
+    for token in (X, 9, 7):
+        state.advance(token)
+    assert state.allowed(20) == ("only", [SPACE])
+    state.advance(SPACE)
+    assert state.allowed(20) == ("only", [SEARCH])
+    state.advance(SEARCH)
+    assert state.allowed(20) == ("ban", [STOP, NEWLINE, CLOSE, X_CLOSE, CLOSE_X])
+    state.advance(ECO)
+    assert state.allowed(20) == ("ban", [STOP, NEWLINE, CLOSE_X])
+    assert state.allowed(2) == ("only", [CLOSE, X_CLOSE])  # close, then stop
+    state.advance(X_CLOSE)
+    assert state.allowed(20) == ("only", [STOP])
+    assert state.text == "xAction: search[ecox]"
+
+
+def test_a_slot_beside_listed_actions_after_the_first_line(vocab):
+    state = slot_row(vocab, ("go left",))
+    for token in (X, NEWLINE):
+        state.advance(token)
+    assert state.allowed(20) == ("only", [ACTION_TAG])
+    state.advance(ACTION_TAG)
+    assert state.allowed(20) == ("only", [SPACE, 11])  # " " "search[" or " go"
+    state.advance(11)
+    assert state.allowed(20) == ("only", [12])
+    assert state.slot is None
+
+
+def test_a_slot_opening_begun_inside_the_tag_token_is_followed_letter_by_letter(vocab):
+    state = slot_row(vocab)
+    for token in (X, 9, TAG_SE):  # "Action" ": se"
+        state.advance(token)
+    assert state.allowed(20) == ("only", [ARCH])
+    state.advance(ARCH)
+    assert state.slot == "" and state.allowed(2)[0] == "ban"  # nothing written yet
+
+
+def test_a_long_thought_keeps_room_for_the_slot_and_its_text(vocab):
+    # "\n" "Action:" " " "search[" + 8 tokens of query, stop, margin
+    assert slot_row(vocab).reserve == 4 + 8 + 1 + 2
+
+
 def test_a_code_format_or_empty_list_cannot_be_constrained():
     with pytest.raises(EvoflowError, match="one line"):
         ActionChoice(("x",), "code")
     with pytest.raises(EvoflowError, match="non-empty"):
         ActionChoice((), "react")
+    with pytest.raises(EvoflowError, match="slot's opening"):
+        ActionChoice((), "react", ("search[a]",))
 
 
 MAZE = ("move up", "move down", "move left", "move right")
@@ -147,3 +200,30 @@ def test_a_constrained_row_decodes_alone_as_in_a_mixed_batch(tiny):
         [chat(), chat()], params, seeds=[7, 5], choices=[None, ActionChoice(MAZE)]
     )
     assert mixed[1].text == alone[0].text
+
+
+def test_a_webshop_search_under_the_constraint_is_a_query_the_shop_runs(tiny):
+    # Execute: the random model writes noise; under the slot its action is a search
+    from evoflow.envs import make_env
+
+    env = make_env("webshop")
+    env.reset(env.task_ids("test")[0])
+    page = [
+        {"role": "system", "content": "Shop."},
+        {"role": "user", "content": env.observation},
+    ]
+    choice = ActionChoice((), "react", tuple(env.action_slots()))
+    params = SamplingParams(temperature=1.0, max_new_tokens=24)
+    held = tiny.generate(
+        [page] * 12, params, seeds=list(range(12)), choices=[choice] * 12
+    )
+
+    # Assert: one line "search[<something>]", which the shop accepts
+    react = reply_format("react")
+    actions = [react.parse(g.text).action for g in held]
+    assert all(g.finish == "stop" for g in held), [g.text for g in held]
+    for action in actions:
+        assert action.startswith("search[") and action.endswith("]"), action
+        assert "\n" not in action and action[7:-1].strip() and "]" not in action[7:-1]
+        env.reset(env.task_ids("test")[0])
+        assert env.step(action).valid, action

@@ -3,7 +3,13 @@ from __future__ import annotations
 import pytest
 
 from evoflow.envs import make_env
-from evoflow.policy.base import Generation, Policy, PolicyError, SamplingParams
+from evoflow.policy.base import (
+    ActionChoice,
+    Generation,
+    Policy,
+    PolicyError,
+    SamplingParams,
+)
 from evoflow.rollout.engine import RolloutSpec, rollout
 from tests.rollout.scripted import ScriptedPolicy
 
@@ -164,7 +170,11 @@ class Recorder(Policy):
         choices = extra.get("choices") or [None] * len(chats)
         self.seen += choices
         return [
-            Generation(f"Thought: go.\nAction: {c.actions[0] if c else 'noop'}", 9, 3)
+            Generation(
+                f"Thought: go.\nAction: {c.actions[0] if c and c.actions else 'noop'}",
+                9,
+                3,
+            )
             for c in choices
         ]
 
@@ -191,14 +201,21 @@ def test_constrained_rollouts_pass_each_turns_listed_actions(env_name):
     assert policy.seen[2:] == [None]
 
 
-def test_the_webshop_search_page_stays_free_and_its_result_pages_are_listed():
+def test_the_webshop_search_page_offers_a_search_slot_and_result_pages_are_listed():
     env = make_env("webshop")
-    env.reset(env.task_ids("test")[0])
-    assert env.action_choices() is None  # a search query is free text
+    task = env.task_ids("test")[0]
+    env.reset(task)
+    assert env.action_choices() is None  # the query is free text, in a slot
+    assert env.action_slots() == ["search["]
     page = env.step(env.expert_action()[1])
-    assert page.valid and env.action_choices() == [
+    assert page.valid and env.action_slots() == []
+    assert env.action_choices() == [
         a for a in env.available_actions() if a.startswith("click[")
     ]
+    policy = Recorder()
+    rollout(policy, lambda: make_env("webshop"), [task],
+            spec(horizon=1, constrain_actions=True), progress=False)  # fmt: skip
+    assert policy.seen == [ActionChoice((), "react", ("search[",))]
 
 
 def test_the_random_baseline_plays_only_listed_actions_and_sometimes_wins():

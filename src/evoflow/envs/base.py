@@ -163,6 +163,12 @@ class TextEnv(ABC):
         ``available_actions``."""
         return (self.available_actions() or None) if self.lists_actions else None
 
+    def action_slots(self) -> list[str]:
+        """Openings of actions whose rest is free text closed by ``]`` (WebShop's
+        ``search[``), which constrained decoding follows with the query left
+        free; empty where there are none."""
+        return []
+
     def close(self) -> None:
         """Release what the environment holds (a server session, a simulator);
         nothing for in-process games."""

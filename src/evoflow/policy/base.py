@@ -53,10 +53,13 @@ class SamplingParams:
 
 @dataclass(frozen=True)
 class ActionChoice:
-    """Decode this row's action from ``actions`` in reply format ``form``."""
+    """Decode this row's action from ``actions`` in reply format ``form``, or
+    from ``slots``: openings such as ``search[`` that free text on the same
+    line follows, closed by ``]``."""
 
     actions: tuple[str, ...]
     form: str = "react"
+    slots: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.form not in FRAMES:
@@ -64,8 +67,13 @@ class ActionChoice:
                 f"action-constrained decoding needs a reply format in which the "
                 f"action is one line ({', '.join(FRAMES)}); got {self.form!r}"
             )
-        if not self.actions or not all(a.strip() for a in self.actions):
+        if not (self.actions or self.slots) or not all(
+            a.strip() for a in (*self.actions, *self.slots)
+        ):
             raise EvoflowError("action-constrained decoding needs non-empty actions")
+        bad = [s for s in self.slots if "]" in s or "\n" in s]
+        if bad:
+            raise EvoflowError(f"a slot's opening cannot hold ']' or a newline: {bad}")
 
 
 @dataclass(frozen=True)

@@ -15,14 +15,18 @@ own tokens, then a stop token. Letting any token whose text merely extends an
 action through would let a model that does not expect the action spell it
 letter by letter and run out of tokens. Only where the token that completed the
 tag already began the action is the rest followed character by character.
-Log-probabilities stay those of the unconstrained model
-(``Generation.logprobs``); only sampling is restricted.
+An action may also be a slot (``ActionChoice.slots``): its opening, such as
+WebShop's ``search[``, is followed like a listed action, then free text on the
+same line until the slot is closed with ``]`` — at least one visible character,
+closed in time for the turn to end. Log-probabilities stay those of the
+unconstrained model (``Generation.logprobs``); only sampling is restricted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import torch
 
@@ -30,6 +34,8 @@ from evoflow.envs.formats import ACTION_TAG
 from evoflow.policy.base import ActionChoice
 
 MARGIN_TOKENS = 2  # spare tokens kept for an action spelled in more tokens
+SLOT_END = "]"  # closes a slot's free text
+SLOT_TOKENS = 8  # tokens kept for a slot's text when a long thought is cut off
 
 
 class Vocabulary:
@@ -48,12 +54,26 @@ class Vocabulary:
         self._tokenizer = tokenizer
         self._spellings: dict[str, list[int]] = {}
 
-    def spell(self, text: str) -> list[int]:
-        """``text`` in the tokenizer's own tokens, followed by a stop token."""
+    def spell(self, text: str, stop: bool = True) -> list[int]:
+        """``text`` in the tokenizer's own tokens, followed by a stop token
+        unless ``stop`` is False (a slot's opening)."""
         if text not in self._spellings:
             ids = self._tokenizer(text, add_special_tokens=False)["input_ids"]
-            self._spellings[text] = [*ids, self.stop_ids[0]]
-        return list(self._spellings[text])
+            self._spellings[text] = list(ids)
+        ids = self._spellings[text]
+        return [*ids, self.stop_ids[0]] if stop else list(ids)
+
+    @cached_property
+    def slot_tokens(self) -> tuple[list[int], list[int]]:
+        """(tokens a slot's text may not take, tokens that close it): the text
+        stays on one line, and ``]`` may only end a token, which ends the slot."""
+        banned, closing = set(self.stop_ids), []
+        for i, text in enumerate(self.texts):
+            if not text or "\n" in text or "\r" in text or SLOT_END in text[:-1]:
+                banned.add(i)
+            elif text.endswith(SLOT_END):
+                closing.append(i)
+        return sorted(banned), closing
 
     def length(self, text: str) -> int:
         """Tokens of ``text`` in the tokenizer's own spelling."""
@@ -66,7 +86,8 @@ class RowConstraint:
 
     Aimed-at texts are followed along their tokenizer spelling (a token trie)
     when the constrained part starts on a token boundary, and character by
-    character when the token that wrote the tag also began the action.
+    character when the token that wrote the tag also began the action. A text
+    that opens a slot hands the row over to the slot's free text (``slot``).
     """
 
     vocab: Vocabulary
@@ -74,20 +95,26 @@ class RowConstraint:
     text: str = ""
     anchor: int | None = None  # where the aimed-at texts start in ``text``
     targets: list[str] = field(default_factory=list)
+    openings: set[str] = field(default_factory=set)  # targets that open a slot
     spelled: list[list[int]] | None = None  # token spellings still followed
     lost: bool = False  # the free text already left every target: decode freely
     reserve: int = 0  # tokens the forced action may need
+    slot: str | None = None  # the free text written into an open slot
 
     def __post_init__(self) -> None:
         if self.choice.form == "text":
-            self._aim(0, list(self.choice.actions))
-        longest = max(self.vocab.length(f"\nAction: {a}") for a in self.choice.actions)
-        self.reserve = longest + 1 + MARGIN_TOKENS
+            self._aim(0, "")
+        spell = self.vocab.length
+        lengths = [spell(f"\nAction: {a}") for a in self.choice.actions]
+        lengths += [spell(f"\nAction: {s}") + SLOT_TOKENS for s in self.choice.slots]
+        self.reserve = max(lengths) + 1 + MARGIN_TOKENS
 
     def allowed(self, steps_left: int) -> tuple[str, list[int]]:
         """``("only", ids)``: sample among ``ids``; ``("ban", ids)``: all but ``ids``."""
+        if self.slot is not None:
+            return self._in_slot(steps_left)
         if self.anchor is None and not self.lost and steps_left <= self.reserve:
-            self._aim(len(self.text), [f"\nAction: {a}" for a in self.choice.actions])
+            self._aim(len(self.text), "\nAction: ")
         if self.lost:
             return "ban", []
         if self.anchor is None:
@@ -108,23 +135,47 @@ class RowConstraint:
 
     def advance(self, token: int) -> None:
         """Take the sampled token into the reply."""
-        self.text += self.vocab.texts[token]
-        if self.spelled is not None:
+        piece = self.vocab.texts[token]
+        self.text += piece
+        if self.slot is not None:
+            self.slot += piece
+        elif self.spelled is not None:
             self.spelled = [t[1:] for t in self.spelled if t[:1] == [token]]
             self.lost = not self.spelled
+            if [] in self.spelled and token not in self.vocab.stop_ids:
+                self.slot, self.spelled = "", None  # a slot's opening is spelled
         elif self.anchor is not None:
             rest = self.text[self.anchor :]
-            self.targets = [t for t in self.targets if t.startswith(rest)]
-            self.lost = not self.targets
+            if not self._open(rest):
+                self.targets = [t for t in self.targets if t.startswith(rest)]
+                self.lost = not self.targets
         elif not self.lost:
             self._switch()
+
+    def _open(self, rest: str) -> bool:
+        """Enter the slot whose opening ``rest`` has written, if one has."""
+        for opening in self.openings:
+            if rest.startswith(opening):
+                self.slot = rest[len(opening) :]
+                return True
+        return False
+
+    def _in_slot(self, steps_left: int) -> tuple[str, list[int]]:
+        """Free text on one line, then ``]`` and the end of the turn."""
+        banned, closing = self.vocab.slot_tokens
+        if self.slot.endswith(SLOT_END):
+            return "only", self.vocab.stop_ids
+        if not self.slot.strip():
+            return "ban", sorted({*banned, *closing})
+        if steps_left <= 2:
+            return "only", closing
+        return "ban", banned
 
     def _switch(self) -> None:
         """Aim at an action once the tag is written or the first line ends."""
         tag = ACTION_TAG.search(self.text)
         if tag is not None:
-            actions = self.choice.actions
-            self._aim(tag.end(), [f" {a}" for a in actions] + list(actions))
+            self._aim(tag.end(), " ", also="")
             return
         start = len(self.text) - len(self.text.lstrip())
         newline = self.text.find("\n", start)
@@ -132,16 +183,27 @@ class RowConstraint:
             after = newline
             while after < len(self.text) and self.text[after] == "\n":
                 after += 1
-            self._aim(after, [f"Action: {a}" for a in self.choice.actions])
+            self._aim(after, "Action: ")
 
-    def _aim(self, anchor: int, targets: list[str]) -> None:
+    def _aim(self, anchor: int, lead: str, also: str | None = None) -> None:
+        """Aim at every action and slot opening written after ``lead`` (or
+        ``also``), from ``anchor`` on."""
+        leads = [lead] if also is None else [lead, also]
+        openings = {f"{p}{s}" for p in leads for s in self.choice.slots}
+        targets = [f"{p}{a}" for p in leads for a in self.choice.actions]
+        targets += sorted(openings)
         rest = self.text[anchor:]
+        self.openings = openings
+        if self._open(rest):
+            return
         kept = [t for t in targets if t.startswith(rest)]
         self.anchor, self.targets, self.lost = anchor, kept, not kept
         if not rest and kept:
-            spelled = [self.vocab.spell(t) for t in kept if not t.startswith(" ")]
-            spaced = [self.vocab.spell(t) for t in kept if t.startswith(" ")]
-            self.spelled = spaced or spelled
+            spaced = [t for t in kept if t.startswith(" ")]
+            self.spelled = [
+                self.vocab.spell(t, stop=t not in openings)
+                for t in (spaced or [t for t in kept if not t.startswith(" ")])
+            ]
 
 
 def constraints_for(

@@ -25,7 +25,7 @@ class RandomChoicePolicy(Policy):
     def generate(
         self, chats, params, adapter=None, seeds=None, keys=None, choices=None
     ):
-        if not choices or any(c is None for c in choices):
+        if not choices or any(c is None or not c.actions for c in choices):
             raise PolicyError(
                 "the random baseline needs the listed actions of every chat "
                 "(constrain_actions, in envs that list them)"

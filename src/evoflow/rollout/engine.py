@@ -63,9 +63,10 @@ class RolloutSpec:
     reply_format
         how replies are parsed (``evoflow.envs.formats``); None: each env's own.
     constrain_actions
-        decode each action from the env's ``action_choices()`` (the thought
-        stays free; ``evoflow.policy.constrain``) where the env lists them and
-        the reply format has a one-line action; elsewhere replies are free.
+        decode each action from the env's ``action_choices()`` and
+        ``action_slots()`` (the thought stays free, and so does a slot's text:
+        ``evoflow.policy.constrain``) where the env lists them and the reply
+        format has a one-line action; elsewhere replies are free.
     """
 
     experiment: str
@@ -228,8 +229,9 @@ def _choice(episode: _Live) -> ActionChoice | None:
     form = spec.reply_format or episode.env.reply_format
     if not spec.constrain_actions or form not in FRAMES:
         return None
-    actions = episode.env.action_choices()
-    return ActionChoice(tuple(actions), form) if actions else None
+    actions = tuple(episode.env.action_choices() or ())
+    slots = tuple(episode.env.action_slots())
+    return ActionChoice(actions, form, slots) if actions or slots else None
 
 
 def _sampling(episode: _Live) -> SamplingParams:

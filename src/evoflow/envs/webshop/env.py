@@ -179,6 +179,11 @@ class WebShopEnv(TextEnv):
             return None
         return [f"click[{c}]" for c in clickables]
 
+    def action_slots(self) -> list[str]:
+        """``search[`` where the page has a search bar: the query is free text."""
+        has_search, _ = self.page_actions()
+        return ["search["] if has_search else []
+
     # --- actions -------------------------------------------------------------
 
     def _step(self, action: str) -> Step:
