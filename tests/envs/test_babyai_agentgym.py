@@ -134,10 +134,10 @@ def test_a_walk_stops_at_the_first_step_that_changes_nothing_in_view():
     # 15 planned steps turn round twice, step forward, turn and bump into a wall.
     env = AgentGymBabyAIEnv()
     env.reset("34")
-    planned = env._actions["go to blue closed door 1"]
+    planned = env.planned_moves("go to blue closed door 1")
     step = env.step("go to blue closed door 1")
     assert len(planned) == 15 and planned[:5] == [1, 1, 2, 1, 2]
-    assert env._game.step_count == 5 and step.valid and not step.done
+    assert env.primitive_steps == 5 and step.valid and not step.done
 
 
 def test_refusals_name_the_reason_and_change_nothing():

@@ -374,6 +374,17 @@ class AgentGymBabyAIEnv(BabyAIEnv):
     def available_actions(self) -> list[str]:
         return list(self._actions) if self.running else []
 
+    def planned_moves(self, action: str) -> list[int]:
+        """The primitive moves ``action`` would try now (empty: none or unknown)."""
+        return (
+            list(self._actions.get(action.lower().strip(), ())) if self.running else []
+        )
+
+    @property
+    def primitive_steps(self) -> int:
+        """Primitive steps taken this episode (AgentGym's reward counts them)."""
+        return 0 if self._game is None else int(self._game.step_count)
+
     def expert_action(self) -> tuple[str, str]:
         raise EnvError(
             "babyai: the agentgym dialect has no expert; give envs.babyai.demos_file "

@@ -371,7 +371,8 @@ def _note(config: dict, methods: dict[str, Method]) -> str:
     )
     constrained = (
         " Actions are decoded under the env's listed actions where it lists them"
-        " (`generation.constrain_actions`); invalid actions are still counted."
+        " (`generation.constrain_actions`; a search query's words stay free);"
+        " invalid actions are still counted."
         if config["generation"].get("constrain_actions")
         else ""
     )
