@@ -7,14 +7,17 @@ import pytest
 from evoflow.envs.formats import reply_format
 from evoflow.errors import EvoflowError
 from evoflow.policy.base import ActionChoice, SamplingParams
-from evoflow.policy.constrain import RowConstraint, Vocabulary
+from evoflow.policy.constrain import SLOT_MAX_CHARS, RowConstraint, Vocabulary
 
 # A toy tokenizer: id 0 ends the turn; texts are spelled by longest match.
 TOKENS = ["<end>", "A", "c", "t", "i", "o", "n", ":", " ", "Action", "Action:",
           " go", " left", " right", "\n", "x", "g", "l", "e", "f", "r", "h", " g", ": g",
-          "search[", "eco", "]", "x]", "]x", ": se", "arch["]  # fmt: skip
+          "search[", "eco", "]", "x]", "]x", ": se", "arch[", "\t", " ]"]  # fmt: skip
 STOP, ACTION_TAG, NEWLINE, X = 0, 10, 14, 15
 SPACE, SEARCH, ECO, CLOSE, X_CLOSE, CLOSE_X, TAG_SE, ARCH = 8, *range(24, 30), 30
+TAB, SPACE_CLOSE = 31, 32
+# never inside a query: stop, newline, tab, "]" inside a token, ":" (a second tag)
+SLOT_BANNED = [STOP, 7, 10, NEWLINE, 23, CLOSE_X, TAG_SE, TAB]
 
 
 class ToyTokenizer:
@@ -108,8 +111,8 @@ def test_text_replies_are_constrained_from_the_first_token(vocab):
     assert state.allowed(20) == ("only", [16])  # "go left" spelled "g" "o" " " ...
 
 
-def slot_row(vocab, actions=()) -> RowConstraint:
-    return RowConstraint(vocab, ActionChoice(actions, "react", ("search[",)))
+def slot_row(vocab, actions=(), form="react") -> RowConstraint:
+    return RowConstraint(vocab, ActionChoice(actions, form, ("search[",)))
 
 
 def test_a_slot_is_opened_then_free_on_one_line_then_closed_and_ended(vocab):
@@ -122,10 +125,11 @@ def test_a_slot_is_opened_then_free_on_one_line_then_closed_and_ended(vocab):
     state.advance(SPACE)
     assert state.allowed(20) == ("only", [SEARCH])
     state.advance(SEARCH)
-    assert state.allowed(20) == ("ban", [STOP, NEWLINE, CLOSE, X_CLOSE, CLOSE_X])
+    first = sorted({*SLOT_BANNED, CLOSE, X_CLOSE, SPACE_CLOSE, SPACE})  # no blank start
+    assert state.allowed(20) == ("ban", first)
     state.advance(ECO)
-    assert state.allowed(20) == ("ban", [STOP, NEWLINE, CLOSE_X])
-    assert state.allowed(2) == ("only", [CLOSE, X_CLOSE])  # close, then stop
+    assert state.allowed(20) == ("ban", SLOT_BANNED)
+    assert state.allowed(2) == ("only", [CLOSE, X_CLOSE, SPACE_CLOSE])  # close, stop
     state.advance(X_CLOSE)
     assert state.allowed(20) == ("only", [STOP])
     assert state.text == "xAction: search[ecox]"
@@ -149,12 +153,34 @@ def test_a_slot_opening_begun_inside_the_tag_token_is_followed_letter_by_letter(
         state.advance(token)
     assert state.allowed(20) == ("only", [ARCH])
     state.advance(ARCH)
-    assert state.slot == "" and state.allowed(2)[0] == "ban"  # nothing written yet
+    assert state.slot == "" and SPACE in state.allowed(20)[1]  # no blank start
 
 
 def test_a_long_thought_keeps_room_for_the_slot_and_its_text(vocab):
     # "\n" "Action:" " " "search[" + 8 tokens of query, stop, margin
-    assert slot_row(vocab).reserve == 4 + 8 + 1 + 2
+    state = slot_row(vocab)
+    assert state.reserve == 4 + 8 + 1 + 2
+    state.advance(X)
+    for token in (NEWLINE, ACTION_TAG, SPACE, SEARCH):  # the cut-off is spelled
+        assert state.allowed(state.reserve) == ("only", [token])
+        state.advance(token)
+    assert state.slot == ""
+
+
+def test_a_slot_left_empty_until_the_end_still_closes_on_visible_text(vocab):
+    state = slot_row(vocab, form="text")
+    assert state.allowed(20) == ("only", [SEARCH])  # text replies: the action at once
+    state.advance(SEARCH)
+    assert state.allowed(2) == ("only", [X_CLOSE])  # "x]", not "]" or " ]"
+
+
+def test_a_slot_is_closed_once_its_text_reaches_the_cap(vocab):
+    state = slot_row(vocab)
+    for token in (X, 9, 7, SPACE, SEARCH):
+        state.advance(token)
+    for _ in range(SLOT_MAX_CHARS // 3 + 1):
+        state.advance(ECO)
+    assert state.allowed(20) == ("only", [CLOSE, X_CLOSE, SPACE_CLOSE])
 
 
 def test_a_code_format_or_empty_list_cannot_be_constrained():
@@ -164,6 +190,8 @@ def test_a_code_format_or_empty_list_cannot_be_constrained():
         ActionChoice((), "react")
     with pytest.raises(EvoflowError, match="slot's opening"):
         ActionChoice((), "react", ("search[a]",))
+    with pytest.raises(EvoflowError, match="slot's opening"):
+        ActionChoice((), "react", ("search\r[",))
 
 
 MAZE = ("move up", "move down", "move left", "move right")

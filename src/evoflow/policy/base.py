@@ -71,9 +71,11 @@ class ActionChoice:
             a.strip() for a in (*self.actions, *self.slots)
         ):
             raise EvoflowError("action-constrained decoding needs non-empty actions")
-        bad = [s for s in self.slots if "]" in s or "\n" in s]
+        bad = [s for s in self.slots if "]" in s or not s.isprintable()]
         if bad:
-            raise EvoflowError(f"a slot's opening cannot hold ']' or a newline: {bad}")
+            raise EvoflowError(
+                f"a slot's opening must be printable, without ']': {bad}"
+            )
 
 
 @dataclass(frozen=True)
@@ -139,8 +141,9 @@ class Policy(ABC):
             one stable id per chat (e.g. the episode id) so a backend can reuse
             work across calls whose chats extend earlier ones.
         choices
-            one entry per chat: decode that chat's action from a closed list
-            (``ActionChoice``; None: free). Backends that cannot constrain
+            one entry per chat: decode that chat's action from a list, or a
+            slot's opening and free text (``ActionChoice``; None: free).
+            Backends that cannot constrain
             decoding raise ``PolicyError`` when any entry is set.
         """
 

@@ -16,10 +16,11 @@ action through would let a model that does not expect the action spell it
 letter by letter and run out of tokens. Only where the token that completed the
 tag already began the action is the rest followed character by character.
 An action may also be a slot (``ActionChoice.slots``): its opening, such as
-WebShop's ``search[``, is followed like a listed action, then free text on the
-same line until the slot is closed with ``]`` — at least one visible character,
-closed in time for the turn to end. Log-probabilities stay those of the
-unconstrained model (``Generation.logprobs``); only sampling is restricted.
+WebShop's ``search[``, is followed like a listed action, then free printable
+text on the same line (no ``:``, which could start a second ``Action:`` tag),
+beginning with a visible character and closed with ``]`` in time for the turn
+to end, or once it is ``SLOT_MAX_CHARS`` long. Log-probabilities stay those of
+the unconstrained model (``Generation.logprobs``); only sampling is restricted.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import NamedTuple
 
 import torch
 
@@ -36,6 +38,16 @@ from evoflow.policy.base import ActionChoice
 MARGIN_TOKENS = 2  # spare tokens kept for an action spelled in more tokens
 SLOT_END = "]"  # closes a slot's free text
 SLOT_TOKENS = 8  # tokens kept for a slot's text when a long thought is cut off
+SLOT_MAX_CHARS = 200  # a slot's text is closed once it is this long
+
+
+class SlotTokens(NamedTuple):
+    """Token ids by their part in a slot's text (``Vocabulary.slot_tokens``)."""
+
+    banned: list[int]  # never inside a slot
+    closing: list[int]  # end with ``]``: close the slot
+    blank: list[int]  # whitespace only: not the first of a slot's text
+    filled: list[int]  # close the slot after visible text of their own
 
 
 class Vocabulary:
@@ -64,16 +76,21 @@ class Vocabulary:
         return [*ids, self.stop_ids[0]] if stop else list(ids)
 
     @cached_property
-    def slot_tokens(self) -> tuple[list[int], list[int]]:
-        """(tokens a slot's text may not take, tokens that close it): the text
-        stays on one line, and ``]`` may only end a token, which ends the slot."""
-        banned, closing = set(self.stop_ids), []
+    def slot_tokens(self) -> SlotTokens:
+        """What a slot's text may take: printable text (one line, as the reply
+        parser reads it) without ``:`` (a second ``Action:`` tag), where ``]``
+        may only end a token, which closes the slot."""
+        banned, closing, blank = set(self.stop_ids), [], []
         for i, text in enumerate(self.texts):
-            if not text or "\n" in text or "\r" in text or SLOT_END in text[:-1]:
+            unfit = i in banned or not text or not text.isprintable() or ":" in text
+            if unfit or SLOT_END in text[:-1]:
                 banned.add(i)
             elif text.endswith(SLOT_END):
                 closing.append(i)
-        return sorted(banned), closing
+            elif not text.strip():
+                blank.append(i)
+        filled = [i for i in closing if self.texts[i][:-1].strip()]
+        return SlotTokens(sorted(banned), closing, blank, filled)
 
     def length(self, text: str) -> int:
         """Tokens of ``text`` in the tokenizer's own spelling."""
@@ -154,22 +171,24 @@ class RowConstraint:
 
     def _open(self, rest: str) -> bool:
         """Enter the slot whose opening ``rest`` has written, if one has."""
-        for opening in self.openings:
+        for opening in sorted(self.openings, key=lambda o: (-len(o), o)):
             if rest.startswith(opening):
                 self.slot = rest[len(opening) :]
                 return True
         return False
 
     def _in_slot(self, steps_left: int) -> tuple[str, list[int]]:
-        """Free text on one line, then ``]`` and the end of the turn."""
-        banned, closing = self.vocab.slot_tokens
+        """Free text, then ``]`` in time for the turn to end, then the end."""
+        tokens = self.vocab.slot_tokens
         if self.slot.endswith(SLOT_END):
             return "only", self.vocab.stop_ids
-        if not self.slot.strip():
-            return "ban", sorted({*banned, *closing})
-        if steps_left <= 2:
-            return "only", closing
-        return "ban", banned
+        if not self.slot.strip():  # the first token shows something
+            if steps_left <= 2:
+                return "only", tokens.filled or tokens.closing
+            return "ban", sorted({*tokens.banned, *tokens.closing, *tokens.blank})
+        if steps_left <= 2 or len(self.slot) >= SLOT_MAX_CHARS:
+            return "only", tokens.closing
+        return "ban", tokens.banned
 
     def _switch(self) -> None:
         """Aim at an action once the tag is written or the first line ends."""

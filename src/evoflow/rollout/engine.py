@@ -224,7 +224,8 @@ def _turn(policy: Policy, live: list[_Live], pool: ThreadPoolExecutor) -> None:
 
 
 def _choice(episode: _Live) -> ActionChoice | None:
-    """The listed actions this turn's reply is decoded from, if constrained."""
+    """The listed actions and slots this turn's reply is decoded from, if
+    constrained."""
     spec = episode.job.spec
     form = spec.reply_format or episode.env.reply_format
     if not spec.constrain_actions or form not in FRAMES:
