@@ -143,8 +143,8 @@ class Policy(ABC):
         choices
             one entry per chat: decode that chat's action from a list, or a
             slot's opening and free text (``ActionChoice``; None: free).
-            Backends that cannot constrain
-            decoding raise ``PolicyError`` when any entry is set.
+            Backends that cannot constrain decoding raise ``PolicyError`` when
+            any entry is set.
         """
 
     def forget(self, keys: list[str]) -> None:  # noqa: B027 - optional hook

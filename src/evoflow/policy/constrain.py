@@ -112,7 +112,7 @@ class RowConstraint:
     text: str = ""
     anchor: int | None = None  # where the aimed-at texts start in ``text``
     targets: list[str] = field(default_factory=list)
-    openings: set[str] = field(default_factory=set)  # targets that open a slot
+    openings: tuple[str, ...] = ()  # targets that open a slot, longest first
     spelled: list[list[int]] | None = None  # token spellings still followed
     lost: bool = False  # the free text already left every target: decode freely
     reserve: int = 0  # tokens the forced action may need
@@ -171,7 +171,7 @@ class RowConstraint:
 
     def _open(self, rest: str) -> bool:
         """Enter the slot whose opening ``rest`` has written, if one has."""
-        for opening in sorted(self.openings, key=lambda o: (-len(o), o)):
+        for opening in self.openings:
             if rest.startswith(opening):
                 self.slot = rest[len(opening) :]
                 return True
@@ -212,7 +212,7 @@ class RowConstraint:
         targets = [f"{p}{a}" for p in leads for a in self.choice.actions]
         targets += sorted(openings)
         rest = self.text[anchor:]
-        self.openings = openings
+        self.openings = tuple(sorted(openings, key=lambda o: (-len(o), o)))
         if self._open(rest):
             return
         kept = [t for t in targets if t.startswith(rest)]
