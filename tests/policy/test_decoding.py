@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from evoflow.policy.base import SamplingParams
-from evoflow.policy.decoding import decode
+from evoflow.policy.decoding import decode, sample
 
 VOCAB, STOP, PAD = 10, 9, 0
 
@@ -71,3 +71,22 @@ def test_rows_stop_at_their_own_stop_token_and_leave_the_batch():
         2: ([4, 4, STOP], 3 + 2),
         3: (replies[3], 1 + 5),
     }
+
+
+def test_nucleus_keeps_the_smallest_head_reaching_top_p():
+    # Prepare: p = (0.5, 0.3, 0.15, 0.05) at temperature 1; the smallest set of
+    # most likely tokens whose mass reaches 0.75 is {0, 1} (0.5 + 0.3), and the
+    # one reaching 0.45 is {0} alone. Renormalized, {0, 1} is sampled 5:3.
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]])).repeat(4000, 1)
+    generators = [torch.Generator().manual_seed(i) for i in range(4000)]
+
+    # Execute
+    head = sample(logits, SamplingParams(temperature=1.0, top_p=0.75), generators)
+    top = sample(logits, SamplingParams(temperature=1.0, top_p=0.45), generators)
+    full = sample(logits, SamplingParams(temperature=1.0), generators)
+
+    # Assert
+    assert set(head.tolist()) == {0, 1}
+    assert abs((head == 0).float().mean().item() - 0.625) < 0.03
+    assert set(top.tolist()) == {0}
+    assert set(full.tolist()) == {0, 1, 2, 3}

@@ -210,13 +210,14 @@ def token_logprobs(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
 
 
 def sample(logits: torch.Tensor, params: SamplingParams, generators) -> torch.Tensor:
-    """Next token per row: argmax at temperature 0, else seeded nucleus sampling."""
+    """Next token per row: argmax at temperature 0, else seeded nucleus sampling
+    (from the smallest set of most likely tokens whose mass reaches ``top_p``)."""
     if params.temperature == 0:
         return logits.argmax(dim=-1)
     probs = torch.softmax(logits / params.temperature, dim=-1)
     if params.top_p < 1.0:
         sorted_probs, order = probs.sort(dim=-1, descending=True)
-        outside = sorted_probs.cumsum(dim=-1) - sorted_probs > params.top_p
+        outside = sorted_probs.cumsum(dim=-1) - sorted_probs >= params.top_p
         sorted_probs[outside] = 0.0
         probs = torch.zeros_like(probs).scatter(-1, order, sorted_probs)
     return torch.stack(
