@@ -126,7 +126,7 @@ def test_go_to_walks_next_to_the_object_and_faces_it():
     env = make_env("babyai")
     env.reset("1")
     result = env.step("go to blue key 1")
-    world = env._world
+    world = env.world
     assert result.valid and not result.done
     assert result.observation.startswith("You walked to blue key 1 and now face it.")
     assert "Directly in front of you is the blue key 1." in result.observation
@@ -138,7 +138,7 @@ def test_pick_up_moves_the_object_into_the_inventory():
     env.reset("1")
     result = env.step("pickup red box 1")
     assert result.observation.splitlines()[-2] == "You are carrying red box 1."
-    assert env._world.name(env._world.carrying) == "red box 1"
+    assert env.world.name(env.world.carrying) == "red box 1"
     refused = env.step("pickup blue key 1")
     assert not refused.valid
     assert refused.observation.startswith("Your hands are full: you carry red box 1.")
@@ -148,14 +148,14 @@ def test_locked_door_needs_the_matching_key():
     # Task 26 (UnlockPickupDist) starts beside a locked green door.
     env = make_env("babyai")
     first = env.reset("26")
-    pose = env._world.pose
+    pose = env.world.pose
     assert "green locked door 1, 1 step to your left" in first
     result = env.step("toggle and go through green locked door 1")
     assert not result.valid and not result.done
     assert result.observation.startswith(
         "The green locked door 1 is locked; you need a green key to open it."
     )
-    assert env._world.pose == pose
+    assert env.world.pose == pose
     env.step("turn left")
     assert not env.step("toggle").valid
     assert not env.step("go through green door 1").valid
@@ -192,7 +192,7 @@ def test_available_actions_list_what_makes_sense():
 def test_running_out_of_minigrid_steps_ends_without_success():
     env = make_env("babyai")
     env.reset("1")
-    env._world.game.max_steps = env._world.game.step_count + 1
+    env.world.game.max_steps = env.world.game.step_count + 1
     result = env.step("turn left")
     assert (result.done, result.success, result.reward) == (True, False, 0.0)
     assert result.observation.startswith(
@@ -207,7 +207,7 @@ def test_goal_line_reads_sequenced_missions_as_agentgym_shows_them():
     env = make_env("babyai")
     for task in ("14", "15"):
         mission = env.reset(task)
-        assert env._world.game.mission != env.goal
+        assert env.world.game.mission != env.goal
         assert mission.splitlines()[0] == f"Your goal: {env.goal}"
         assert " then " not in env.goal and "after you" not in env.goal
 

@@ -148,11 +148,16 @@ class BabyAIEnv(TextEnv):
         return f"Your goal: {self.goal}\n{self._view()}"
 
     @property
+    def world(self) -> World:
+        """The episode's state (grid, pose, inventory, minigrid game)."""
+        if self._world is None:
+            raise EnvError(f"{self.name}: no world before reset(task_id)")
+        return self._world
+
+    @property
     def goal(self) -> str:
         """The mission as AgentGym shows it ("then" and "after you" read "and")."""
-        if self._world is None:
-            raise EnvError(f"{self.name}: no goal before reset(task_id)")
-        return shown_goal(self._world.game.mission)
+        return shown_goal(self.world.game.mission)
 
     def _view(self) -> str:
         """The view description followed by the available-actions line."""
