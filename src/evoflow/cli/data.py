@@ -1,5 +1,5 @@
 """Commands over data: trajectory queries, configs, AgentTraj files, splits,
-calibration sweeps and job timings."""
+calibration sweeps, job timings and tables over seeds."""
 
 from __future__ import annotations
 
@@ -208,4 +208,24 @@ def _timing(args: argparse.Namespace) -> int:
     from evoflow.report.timing import rule_times, timing_markdown
 
     print(timing_markdown(rule_times(Path(args.logs) / "bench")), end="")
+    return 0
+
+
+# --- seeds -------------------------------------------------------------------
+
+
+def _seeds_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("reports", nargs="+",
+                   help="finished report folders (reports/<experiment>) or their table1.csv")  # fmt: skip
+    p.add_argument("--diff", nargs=2, metavar=("A", "B"),
+                   help="also print method A's pooled average minus B's, per run")  # fmt: skip
+
+
+@command("seeds", "Table 1 over runs with different seeds: mean and range per cell.",
+         _seeds_args)  # fmt: skip
+def _seeds(args: argparse.Namespace) -> int:
+    from evoflow.report.seeds import markdown, read_report
+
+    reports = [read_report(path) for path in args.reports]
+    print(markdown(reports, tuple(args.diff) if args.diff else None), end="")
     return 0
