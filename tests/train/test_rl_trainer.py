@@ -4,6 +4,7 @@ resume bit-identically after a kill -9."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
 import signal
@@ -315,6 +316,23 @@ def test_the_kl_reference_is_the_policy_rl_starts_from(tmp_path):
     run_span(span(0, 3), start, pool, policy, tmp_path / "whole",
              init_adapter=warm, progress=False)  # fmt: skip
     assert _weights(tmp_path / "resumed") == _weights(tmp_path / "whole")
+
+
+def test_rl_drops_nothing_its_config_does_not_ask_for(tmp_path):
+    # Prepare: a start adapter written with dropout on its LoRA input (as SFT's 0.05)
+    policy, pool, config = tiny_setup()
+    run_span(span(0, 1), replace(config, learning_rate=1.0, lora_dropout=0.5), pool,
+             policy, tmp_path / "warm", progress=False)  # fmt: skip
+    warm = tmp_path / "warm" / ADAPTER
+    assert json.loads((warm / "adapter_config.json").read_text())["lora_dropout"] == 0.5
+    # Execute: RL from it with the default (no dropout), the reference its start
+    metrics = run_span(span(0, 1), config, pool, policy, tmp_path / "rl",
+                       init_adapter=warm, progress=False)  # fmt: skip
+    # Assert: trained policy = sampled policy = reference before the update, so the
+    # KL is exactly 0 (a dropped LoRA input in either forward makes it positive)
+    assert metrics["steps"][0]["kl"] == 0.0
+    saved = json.loads((tmp_path / "rl" / ADAPTER / "adapter_config.json").read_text())
+    assert saved["lora_dropout"] == 0.0
 
 
 def test_a_client_span_resumes_its_own_state_on_the_servers_adapter(tmp_path):

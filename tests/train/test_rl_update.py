@@ -209,3 +209,58 @@ def test_the_kl_term_pulls_the_policy_towards_its_reference():
 def test_the_entropy_bonus_raises_the_entropy():
     before, after = _regularised(kl_coef=0.0, entropy_coef=1.0)
     assert after > before + 1e-3
+
+
+def test_one_pass_is_a_plain_policy_gradient_step():
+    # At ratio 1 the clipped surrogate's gradient is A·∇log π: one pass must equal
+    # a hand-written step on −(Σ A·log π over generated tokens) / their count,
+    # clipped to norm 1 — the old log-probs detached, or there is no gradient.
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model("tiny-random-llama"))
+    config = RLConfig(estimator="grpo", samples_per_task=2, learning_rate=1e-2,
+                      kl_coef=0.0, entropy_coef=0.0, micro_batch=1)  # fmt: skip
+    stepped = []
+    for by_hand in (False, True):
+        model = lora_model()
+        batch = two_replies(model, tokenizer)
+        params = [p for p in model.parameters() if p.requires_grad]
+        optimizer = torch.optim.AdamW(params, lr=config.learning_rate, weight_decay=0.0)
+        advantages, _ = token_advantages(batch, torch.tensor([1.0, 0.0]),
+                                         torch.tensor([0, 0]), "grpo")  # fmt: skip
+        if by_hand:
+            logp = token_logprobs(model, batch)
+            mask = batch.loss_mask
+            (-(advantages * logp * mask).sum() / mask.sum()).backward()
+            torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
+            optimizer.step()
+        else:
+            update(model, optimizer, batch, advantages, config)
+        stepped.append([p.detach().clone() for p in params])
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(*stepped, strict=True))
+
+
+@pytest.mark.parametrize(("epochs", "dropout", "forwards"),
+                         [(1, 0.0, 2), (2, 0.0, 6), (1, 0.1, 4)])  # fmt: skip
+def test_old_logprobs_cost_a_forward_only_when_the_pass_cannot_give_them(
+    epochs, dropout, forwards
+):
+    # two rows, one per micro-batch, no KL: one pass with nothing dropped reads
+    # its old log-probs off its own forwards; more passes, or dropout, recompute
+    # them first (one forward per row), then run a forward per row per pass
+    torch.manual_seed(0)
+    base = AutoModelForCausalLM.from_pretrained(
+        resolve_model("tiny-random-llama"), torch_dtype=torch.float32
+    )
+    lora = LoraConfig(r=8, lora_alpha=16, target_modules="all-linear",
+                      lora_dropout=dropout)  # fmt: skip
+    model = get_peft_model(base, lora)
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model("tiny-random-llama"))
+    batch = two_replies(model, tokenizer)
+    config = RLConfig(estimator="grpo", samples_per_task=2, kl_coef=0.0,
+                      entropy_coef=0.0, micro_batch=1, update_epochs=epochs)  # fmt: skip
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad])
+    calls = []
+    model.get_input_embeddings().register_forward_hook(lambda *_: calls.append(1))
+    advantages, _ = token_advantages(batch, torch.tensor([1.0, 0.0]),
+                                     torch.tensor([0, 0]), "grpo")  # fmt: skip
+    update(model, optimizer, batch, advantages, config)
+    assert len(calls) == forwards

@@ -149,6 +149,7 @@ def load_learner(span: Span, config: RLConfig, previous, init_adapter,
     reference = rl_reference.attach(model, config.reference, start,
                                     state.get("reference") if state else None)  # fmt: skip
     _add_adapters(model, adapters, init_adapter, resumed=previous is not None)
+    set_dropout(model, config.lora_dropout, frozen=reference)
     device = next(model.parameters()).device
     groups = [{"params": [p for p in model.parameters() if p.requires_grad],
                "lr": config.learning_rate}]  # fmt: skip
@@ -165,6 +166,23 @@ def load_learner(span: Span, config: RLConfig, previous, init_adapter,
         random.setstate(state["python_rng"])
     dtype = resolve_dtype(config.precision, device)
     return Learner(tokenizer, model, optimizer, critic, dtype, reference, adapters)
+
+
+def set_dropout(model, rate: float, frozen: str | None) -> None:
+    """Every trained adapter drops its LoRA input at ``rate``
+    (``RLConfig.lora_dropout``), the frozen reference never. A loaded adapter
+    otherwise keeps the dropout of the training that wrote it (an SFT start's
+    0.05), and the policy trained would not be the one sampled."""
+    from torch import nn
+
+    for module in model.modules():
+        drops = getattr(module, "lora_dropout", None)
+        if isinstance(drops, nn.ModuleDict):
+            for name in list(drops.keys()):
+                p = 0.0 if name == frozen else rate
+                drops[name] = nn.Dropout(p) if p > 0 else nn.Identity()
+    for name, adapter in model.peft_config.items():
+        adapter.lora_dropout = 0.0 if name == frozen else rate
 
 
 def _add_adapters(model, names: tuple[str, ...], source, resumed: bool) -> None:

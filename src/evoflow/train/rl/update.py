@@ -85,12 +85,21 @@ def update(model, optimizer, batch: RLBatch, advantages: torch.Tensor,
     """Gradient steps over ``batch`` in micro-batches (one optimizer step per
     pass; ``config.update_epochs`` passes). ``dtype``: autocast compute dtype.
     With a ``critic`` (PPO), ``optimizer`` also holds its parameters;
-    ``reference`` names the frozen KL-reference adapter (None: the base)."""
+    ``reference`` names the frozen KL-reference adapter (None: the base).
+
+    The ratio's old log-probs are the training model's, never the rollout
+    backend's. With one pass the model has not moved when any micro-batch's
+    loss is taken, so they are that loss forward's own log-probs, detached —
+    what a separate forward before the pass would give, one forward fewer per
+    sequence. With more passes, or dropout in the model (the separate forward
+    runs without it), they are recomputed first."""
     device = batch.input_ids.device
     totals = torch.zeros(5, device=device)
     rows = torch.arange(batch.input_ids.shape[0], device=device)
     tokens = batch.loss_mask.sum().clamp(min=1)
-    batch = recompute_old_logprobs(model, batch, dtype, config.micro_batch)
+    own_old = config.update_epochs == 1 and not _dropout(model)
+    if not own_old:
+        batch = recompute_old_logprobs(model, batch, dtype, config.micro_batch)
     for _ in range(config.update_epochs):
         optimizer.zero_grad(set_to_none=True)
         for chunk in rows.split(config.micro_batch):
@@ -99,7 +108,7 @@ def update(model, optimizer, batch: RLBatch, advantages: torch.Tensor,
             if critic is not None:
                 value_target = (returns[chunk], old_values[chunk])
             loss, parts = _loss(model, part, advantages[chunk], config, dtype,
-                                critic, value_target, reference)  # fmt: skip
+                                critic, value_target, reference, own_old)  # fmt: skip
             weight = part.loss_mask.sum() / tokens  # token mean over the batch
             (loss * weight).backward()
             totals += torch.stack([loss.detach(), *parts]) * weight
@@ -108,6 +117,11 @@ def update(model, optimizer, batch: RLBatch, advantages: torch.Tensor,
         optimizer.step()
     totals /= config.update_epochs
     return UpdateStats(*totals.tolist(), tokens=int(tokens))
+
+
+def _dropout(model) -> bool:
+    """Whether any dropout in ``model`` drops anything in training mode."""
+    return any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in model.modules())
 
 
 def recompute_old_logprobs(model, batch: RLBatch, dtype, micro_batch: int) -> RLBatch:
@@ -132,14 +146,15 @@ def values_of(model, batch: RLBatch, dtype, critic: ValueHead) -> torch.Tensor:
 
 
 def _loss(model, batch: RLBatch, advantages, config: RLConfig, dtype, critic,
-          value_target, reference=None):  # fmt: skip
+          value_target, reference=None, own_old=False):  # fmt: skip
     ref = None  # before the policy's forward: switching adapters toggles grads
     if config.kl_coef > 0:
         ref = rl_reference.logprobs(model, batch, dtype, reference)
     stats = token_stats(model, batch, dtype, entropy=True)
     mask = batch.loss_mask
+    old = stats.logprobs.detach() if own_old else batch.old_logprobs
     loss, clipped = rl.clipped_policy_loss(
-        stats.logprobs, batch.old_logprobs, advantages, mask, config.clip
+        stats.logprobs, old, advantages, mask, config.clip
     )
     kl = mask.new_zeros(())
     if ref is not None:
