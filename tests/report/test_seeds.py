@@ -56,7 +56,7 @@ def test_markdown_names_the_runs_the_gaps_and_partial_cells(tmp_path, two_runs):
     third = read_report(report(tmp_path, "seed2", ["fedit,50.00,10.00,,40.00,50",
                                                    "fedse,40.00,,,20.00,50"]))  # fmt: skip
     table = markdown([*two_runs, third])
-    assert "| fedit | 40.0 (30.0-50.0) | 10.0 (10.0-10.0) [1 runs] |" in table
+    assert "| fedit | 40.0 (30.0-50.0) | 10.0 (10.0-10.0) [1 of 3 runs] |" in table
 
 
 def test_reports_that_cannot_be_combined_are_named(tmp_path, two_runs):
@@ -71,6 +71,14 @@ def test_reports_that_cannot_be_combined_are_named(tmp_path, two_runs):
     odd.write_text("method,babyai,avg\nfedse,ten,10.00\n")
     with pytest.raises(SeedsError, match="'babyai': 'ten' is not a number"):
         read_report(odd)
+    odd.write_text("method,babyai,avg\nfedse,10.00,10.00\nfedse,20.00,20.00\n")
+    with pytest.raises(SeedsError, match="methods listed twice: fedse"):
+        read_report(odd)
+    small = report(tmp_path, "small", ["fedit,40.00,,20.00,32.00,50",
+                                       "fedse,20.00,,0.00,12.00,25"])  # fmt: skip
+    differ = r"fedse: test episodes differ between runs \(50, 25\)"
+    with pytest.raises(SeedsError, match=differ):
+        combine([two_runs[0], read_report(small)])
     odd.write_text("name,babyai\nfedse,10\n")
     with pytest.raises(SeedsError, match="not a Table 1 CSV"):
         read_report(odd)

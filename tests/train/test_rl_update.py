@@ -66,14 +66,14 @@ def test_advantages_broadcast_to_each_trajectorys_generated_tokens(sampled):
     assert (advantages[sampled.loss_mask == 0] == 0).all()
 
 
-def two_replies(model, tokenizer):
+def two_replies(model, tokenizer, words=("left", "right")):
     """One prompt answered two ways ("left" / "right"), with the model's own
     log-probs as the sampling ones (ratio 1 before the update)."""
     prompt = tokenizer.apply_chat_template([{"role": "user", "content": "Which way?"}],
                                            add_generation_prompt=True)  # fmt: skip
     prompt = list(prompt["input_ids"] if hasattr(prompt, "keys") else prompt)
     sequences = []
-    for k, word in enumerate(("left", "right")):
+    for k, word in enumerate(words):
         reply = tokenizer(word, add_special_tokens=False)["input_ids"]
         sequences.append(
             TurnSequence(
@@ -212,18 +212,22 @@ def test_the_entropy_bonus_raises_the_entropy():
 
 
 def test_one_pass_is_a_plain_policy_gradient_step():
-    # At ratio 1 the clipped surrogate's gradient is A·∇log π: one pass must equal
-    # a hand-written step on −(Σ A·log π over generated tokens) / their count,
-    # clipped to norm 1 — the old log-probs detached, or there is no gradient.
+    # At ratio 1 the clipped surrogate's gradient is A·∇log π: one pass, in
+    # micro-batches of one row, must equal a hand-written SGD step on
+    # −(Σ A·log π over all generated tokens) / their count, clipped to norm 1 —
+    # the old log-probs detached (or there is no gradient), rows weighted by
+    # their tokens (the replies differ in length), the gradient's size kept.
     tokenizer = AutoTokenizer.from_pretrained(resolve_model("tiny-random-llama"))
+    words = ("left", "turn right at the second door")
+    assert len(tokenizer(words[1], add_special_tokens=False)["input_ids"]) > 2
     config = RLConfig(estimator="grpo", samples_per_task=2, learning_rate=1e-2,
                       kl_coef=0.0, entropy_coef=0.0, micro_batch=1)  # fmt: skip
     stepped = []
     for by_hand in (False, True):
         model = lora_model()
-        batch = two_replies(model, tokenizer)
+        batch = two_replies(model, tokenizer, words)
         params = [p for p in model.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(params, lr=config.learning_rate, weight_decay=0.0)
+        optimizer = torch.optim.SGD(params, lr=config.learning_rate)
         advantages, _ = token_advantages(batch, torch.tensor([1.0, 0.0]),
                                          torch.tensor([0, 0]), "grpo")  # fmt: skip
         if by_hand:

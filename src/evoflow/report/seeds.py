@@ -7,7 +7,8 @@ reports/<exp-a> reports/<exp-b> …`` reads each finished report's ``table1.csv`
 pooled ``avg``) and prints, per method and column, the mean over the runs with
 the lowest and highest value; ``--diff A B`` adds the per-run difference of two
 methods' pooled averages, the figure a claim like "A beats B" rests on.
-Methods missing from some reports are named and left out.
+Methods missing from some reports are named and left out; a method tested on a
+different number of episodes in one run than in another is an error.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class Report:
     source: Path
     columns: tuple[str, ...]
     cells: dict[str, dict[str, float | None]]
+    episodes: dict[str, str]  # method -> test episodes behind its row
 
 
 @dataclass(frozen=True)
@@ -58,8 +60,13 @@ def read_report(path: str | Path) -> Report:
     if not rows or "method" not in rows[0] or POOLED not in rows[0]:
         raise SeedsError(f"{path}: not a Table 1 CSV (needs 'method' and '{POOLED}')")
     columns = tuple(c for c in rows[0] if c not in NOT_SCORES)
+    methods = [row["method"] for row in rows]
+    twice = sorted({m for m in methods if methods.count(m) > 1})
+    if twice:
+        raise SeedsError(f"{path}: methods listed twice: {', '.join(twice)}")
     cells = {row["method"]: {c: _score(path, row, c) for c in columns} for row in rows}
-    return Report(path, columns, cells)
+    episodes = {row["method"]: (row.get("episodes") or "").strip() for row in rows}
+    return Report(path, columns, cells, episodes)
 
 
 def _score(path: Path, row: dict, column: str) -> float | None:
@@ -91,6 +98,13 @@ def combine(reports: Sequence[Report]) -> tuple[Spreads, list[str]]:
                 f"{first.source}'s {list(first.columns)}"
             )
     shared = [m for m in first.cells if all(m in r.cells for r in reports)]
+    for method in shared:
+        counts = [r.episodes[method] for r in reports]
+        if len(set(counts)) > 1:
+            raise SeedsError(
+                f"{method}: test episodes differ between runs ({', '.join(counts)}); "
+                "only runs of the same test size can be averaged"
+            )
     missing = sorted({m for r in reports for m in r.cells} - set(shared))
     spreads = {
         m: {c: _spread([r.cells[m][c] for r in reports]) for c in first.columns}
@@ -144,4 +158,4 @@ def _cell(spread: Spread | None, runs: int) -> str:
     if spread is None:
         return "–"
     text = f"{spread.mean:.1f} ({spread.low:.1f}-{spread.high:.1f})"
-    return text if spread.runs == runs else f"{text} [{spread.runs} runs]"
+    return text if spread.runs == runs else f"{text} [{spread.runs} of {runs} runs]"

@@ -181,6 +181,7 @@ def set_dropout(model, rate: float, frozen: str | None) -> None:
             for name in list(drops.keys()):
                 p = 0.0 if name == frozen else rate
                 drops[name] = nn.Dropout(p) if p > 0 else nn.Identity()
+                drops[name].train(module.training)
     for name, adapter in model.peft_config.items():
         adapter.lora_dropout = 0.0 if name == frozen else rate
 

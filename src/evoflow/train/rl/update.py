@@ -3,9 +3,10 @@
 The policy is the base model with a trainable LoRA; the reference for the KL
 term is the same model with the adapter disabled or a frozen second adapter
 (``evoflow.train.rl.reference``; never a second copy of the model). The loss is
-PPO's clipped surrogate against old log-probs recomputed by the training model
-before the first step (as AgentGym-RL does: the rollout backend's own, vLLM in
-bf16 say, would differ from the trainer's forward and be clipped away),
+PPO's clipped surrogate against old log-probs from the training model (as
+AgentGym-RL does: the rollout backend's own, vLLM in bf16 say, would differ from
+the trainer's forward and be clipped away) — read off the loss forward itself
+in a single pass, recomputed before the first of several,
 plus ``kl_coef`` × the low-variance KL to the reference (a loss term, as veRL
 does for GRPO; not a reward penalty) and minus ``entropy_coef`` × the entropy,
 all as masked means over generated tokens.
@@ -120,7 +121,10 @@ def update(model, optimizer, batch: RLBatch, advantages: torch.Tensor,
 
 
 def _dropout(model) -> bool:
-    """Whether any dropout in ``model`` drops anything in training mode."""
+    """Whether anything in ``model`` drops in training mode: a dropout module
+    (LoRA's) or the attention's own dropout rate."""
+    if getattr(getattr(model, "config", None), "attention_dropout", 0.0):
+        return True
     return any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in model.modules())
 
 
