@@ -22,6 +22,7 @@ def test_defaults_are_agentgym_rls():
         ({"learning_rate": 0}, "learning_rate"),
         ({"lam": 1.5}, "lam"),
         ({"micro_batch": 0}, "micro_batch"),
+        ({"micro_tokens": -1}, "micro_tokens"),
         ({"lora_dropout": 1.0}, "lora_dropout"),
     ],  # fmt: skip
 )

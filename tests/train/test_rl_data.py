@@ -18,7 +18,9 @@ from evoflow.rollout.engine import RolloutSpec, rollout
 from evoflow.store.schema import Message
 from evoflow.train.rl.data import (
     RLBatch,
+    TurnSequence,
     collate,
+    common_prefix,
     token_logprobs,
     token_stats,
     turn_sequences,
@@ -182,3 +184,62 @@ def test_the_value_at_a_token_reads_the_state_before_it():
                     torch.tensor([0]))  # fmt: skip
     values = values_of(NextToken(), batch, torch.float32, critic)
     assert values[0].tolist() == pytest.approx([0.0, 3.5, 1.5, 4.5, 1.5])
+
+
+def test_rows_that_open_alike_read_their_opening_once_and_get_what_each_row_alone_gets():
+    # three replies after one 40-token opening, of different lengths (padded):
+    # the opening runs through the decoder once, each row's rest attends to
+    # its cache; log-probs, entropies and the LoRA gradient must be those of
+    # each row's own forward, alone and unpadded
+    from peft import LoraConfig, get_peft_model
+
+    torch.manual_seed(0)
+    base = AutoModelForCausalLM.from_pretrained(
+        resolve_model("tiny-random-llama"), dtype=torch.float32
+    )
+    lora = LoraConfig(r=8, lora_alpha=16, target_modules="all-linear")
+    model = get_peft_model(base, lora)
+    for name, p in model.named_parameters():
+        if "lora_B" in name:  # a LoRA that changes the forward
+            torch.nn.init.normal_(p, std=0.02)
+    opening = torch.randint(5, 500, (40,))
+    rows = [torch.cat([opening, torch.randint(5, 500, (n,))]) for n in (12, 30, 7)]
+    batch = collate([TurnSequence(r.tolist(), [False] * 40 + [True] * (len(r) - 40),
+                                  [0.0] * len(r), i)
+                     for i, r in enumerate(rows)], pad_id=0)  # fmt: skip
+    assert common_prefix(batch.input_ids) == 40
+    shapes = []
+    model.get_input_embeddings().register_forward_hook(
+        lambda _m, args, _o: shapes.append(tuple(args[0].shape))
+    )
+
+    def read(part):
+        model.zero_grad()
+        stats = token_stats(model, part, entropy=True)
+        (stats.logprobs.sum() + stats.entropy.sum()).backward()
+        grads = [p.grad.clone() for p in model.parameters() if p.requires_grad]
+        return stats, grads
+
+    together, grads = read(batch)
+    assert shapes == [(1, 40), (3, 30)]  # the opening once, then the rests
+    alone = [read(_row(batch, i, len(r))) for i, r in enumerate(rows)]
+    for i, (stats, _) in enumerate(alone):
+        size = len(rows[i])
+        torch.testing.assert_close(together.logprobs[i, :size], stats.logprobs[0])
+        torch.testing.assert_close(together.entropy[i, :size], stats.entropy[0])
+    summed = [sum(g) for g in zip(*(g for _, g in alone), strict=True)]
+    for a, b in zip(grads, summed, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+
+
+def _row(batch: RLBatch, i: int, size: int) -> RLBatch:
+    return RLBatch(batch.input_ids[i : i + 1, :size], batch.attention_mask[i : i + 1, :size],
+                   batch.loss_mask[i : i + 1, :size], batch.old_logprobs[i : i + 1, :size],
+                   batch.trajectory[i : i + 1])  # fmt: skip
+
+
+def test_the_common_prefix_leaves_each_row_a_token_of_its_own():
+    ids = torch.tensor([[1, 2, 3, 4], [1, 2, 3, 5], [1, 2, 3, 4]])
+    assert common_prefix(ids) == 3
+    assert common_prefix(ids[[0, 2]]) == 3  # identical rows: all but the last
+    assert common_prefix(torch.tensor([[1, 2], [3, 2]])) == 0

@@ -18,14 +18,23 @@ from evoflow.train.rl import reference as rl_reference
 from evoflow.train.rl.advantages import low_var_kl, masked_mean
 from evoflow.train.rl.config import RLConfig
 from evoflow.train.rl.data import (
+    MIN_SHARED,
     RLBatch,
     TurnSequence,
     collate,
+    common_prefix,
     token_logprobs,
     token_stats,
     turn_sequences,
 )
-from evoflow.train.rl.update import ValueHead, token_advantages, update, values_of
+from evoflow.train.rl.update import (
+    ValueHead,
+    micro_batches,
+    recompute_old_logprobs,
+    token_advantages,
+    update,
+    values_of,
+)
 
 
 @pytest.fixture(scope="module")
@@ -211,9 +220,11 @@ def test_the_entropy_bonus_raises_the_entropy():
     assert after > before + 1e-3
 
 
-def test_one_pass_is_a_plain_policy_gradient_step():
+@pytest.mark.parametrize("micro_batch", [1, 2])
+def test_one_pass_is_a_plain_policy_gradient_step(micro_batch):
     # At ratio 1 the clipped surrogate's gradient is A·∇log π: one pass, in
-    # micro-batches of one row, must equal a hand-written SGD step on
+    # micro-batches of one row or of both (which read their shared prompt
+    # once), must equal a hand-written SGD step, row by row, on
     # −(Σ A·log π over all generated tokens) / their count, clipped to norm 1 —
     # the old log-probs detached (or there is no gradient), rows weighted by
     # their tokens (the replies differ in length), the gradient's size kept.
@@ -221,17 +232,19 @@ def test_one_pass_is_a_plain_policy_gradient_step():
     words = ("left", "turn right at the second door")
     assert len(tokenizer(words[1], add_special_tokens=False)["input_ids"]) > 2
     config = RLConfig(estimator="grpo", samples_per_task=2, learning_rate=1e-2,
-                      kl_coef=0.0, entropy_coef=0.0, micro_batch=1)  # fmt: skip
+                      kl_coef=0.0, entropy_coef=0.0, micro_batch=micro_batch)  # fmt: skip
     stepped = []
     for by_hand in (False, True):
         model = lora_model()
         batch = two_replies(model, tokenizer, words)
+        assert common_prefix(batch.input_ids) >= MIN_SHARED
         params = [p for p in model.parameters() if p.requires_grad]
         optimizer = torch.optim.SGD(params, lr=config.learning_rate)
         advantages, _ = token_advantages(batch, torch.tensor([1.0, 0.0]),
                                          torch.tensor([0, 0]), "grpo")  # fmt: skip
         if by_hand:
-            logp = token_logprobs(model, batch)
+            rows = torch.arange(2)[:, None]  # one row at a time: no sharing
+            logp = torch.cat([token_logprobs(model, _rows(batch, r)) for r in rows])
             mask = batch.loss_mask
             (-(advantages * logp * mask).sum() / mask.sum()).backward()
             torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
@@ -240,6 +253,48 @@ def test_one_pass_is_a_plain_policy_gradient_step():
             update(model, optimizer, batch, advantages, config)
         stepped.append([p.detach().clone() for p in params])
     assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(*stepped, strict=True))
+
+
+def test_recomputed_old_logprobs_stay_with_their_rows():
+    # micro-batches run in the order rows open (so a task's samples go
+    # together); the log-probs must come back to the rows they belong to,
+    # in either order of the two replies
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model("tiny-random-llama"))
+    model = lora_model()
+    orders = []
+    for words in (("left", "turn right"), ("turn right", "left")):
+        batch = two_replies(model, tokenizer, words)
+        chunks = micro_batches(batch, rows=2)
+        orders.append(chunks[0].tolist())
+        got = recompute_old_logprobs(model, batch, torch.float32, chunks)
+        for r in range(2):
+            alone = token_logprobs(model, _rows(batch, torch.tensor([r])))
+            torch.testing.assert_close(got.old_logprobs[r], alone[0])
+    assert sorted(orders) == [[0, 1], [1, 0]]  # one order was reversed
+
+
+def test_micro_batches_hold_rows_that_open_alike_within_their_token_budget():
+    # rows 0 and 2 open with the same 20 tokens (+5 and +8 of their own), row 1
+    # is 30 tokens of another opening and row 3 is as long alone: by hand,
+    # 0 and 2 read 20 + 5 + 8 = 33 tokens together; with row 1 they share
+    # nothing and would read 25 + 30 + 28 = 83
+    opening = list(range(100, 120))
+    rows = [opening + [1] * 5, list(range(200, 230)), opening + [2] * 8,
+            list(range(300, 330))]  # fmt: skip
+    batch = collate([TurnSequence(r, [True] * len(r), [0.0] * len(r), i)
+                     for i, r in enumerate(rows)], pad_id=0)  # fmt: skip
+    chunks = [c.tolist() for c in micro_batches(batch, rows=8, tokens=40)]
+    assert chunks == [[0, 2], [1], [3]]
+    assert [c.tolist() for c in micro_batches(batch, rows=8, tokens=83)] == [
+        [0, 2, 1], [3]]  # fmt: skip
+    assert [c.tolist() for c in micro_batches(batch, rows=2)] == [[0, 2], [1, 3]]
+    assert [c.tolist() for c in micro_batches(batch, rows=1)] == [[0], [2], [1], [3]]
+
+
+def _rows(batch, rows):
+    return RLBatch(batch.input_ids[rows], batch.attention_mask[rows],
+                   batch.loss_mask[rows], batch.old_logprobs[rows],
+                   batch.trajectory[rows])  # fmt: skip
 
 
 @pytest.mark.parametrize(("epochs", "dropout", "forwards"),

@@ -113,6 +113,13 @@ class RLConfig:
     micro_batch: int = field(
         default=4, metadata={"help": "Sequences per forward/backward pass."}
     )
+    micro_tokens: int = field(
+        default=0,
+        metadata={
+            "help": "Tokens a forward/backward pass may read, a shared opening "
+            "once (0: no limit; micro_batch still caps the sequences)."
+        },
+    )
     max_grad_norm: float = field(
         default=1.0, metadata={"help": "Gradient clipping norm."}
     )
@@ -144,6 +151,8 @@ class RLConfig:
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.micro_tokens < 0:
+            raise ValueError(f"micro_tokens must be >= 0, got {self.micro_tokens}")
         if not 0 <= self.lora_dropout < 1:
             raise ValueError(f"lora_dropout must be in [0, 1), got {self.lora_dropout}")
         for name in ("learning_rate", "value_lr", "clip", "value_clip"):

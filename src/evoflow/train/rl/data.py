@@ -122,7 +122,7 @@ def token_stats(model, batch: RLBatch, dtype=torch.float32, entropy: bool = Fals
     device_type = batch.input_ids.device.type
     read = batch.loss_mask[:, 1:].bool()  # token p is read from position p - 1
     with torch.autocast(device_type, dtype=dtype, enabled=dtype != torch.float32):
-        hidden = inner.get_decoder()(input_ids=batch.input_ids).last_hidden_state
+        hidden = last_hidden(inner.get_decoder(), batch.input_ids)
         logits = inner.get_output_embeddings()(hidden[:, :-1][read])
     logits = logits.float()
     if batch.temperature is not None:
@@ -135,6 +135,41 @@ def token_stats(model, batch: RLBatch, dtype=torch.float32, entropy: bool = Fals
     if entropy:
         spread = _scatter(-(logp_all.exp() * logp_all).sum(-1), read)
     return TokenStats(logprobs, spread, hidden)
+
+
+MIN_SHARED = 16  # a shorter common opening is read once per row
+
+
+def last_hidden(decoder, input_ids: torch.Tensor) -> torch.Tensor:
+    """The decoder's last hidden states ``[N, L, H]``, rows that open alike
+    read once up to where they part.
+
+    The samples of one task share their opening prompt, often most of their
+    tokens: the common prefix runs through the decoder once, its key/value
+    cache is repeated for every row and each row's rest attends to it. Under
+    causal attention a position sees only the tokens before it, so every
+    hidden state is the one a full forward of its row gives, and gradients
+    reach the prefix through the cache.
+    """
+    shared = common_prefix(input_ids)
+    if input_ids.shape[0] < 2 or shared < MIN_SHARED:
+        return decoder(input_ids=input_ids).last_hidden_state
+    head = decoder(input_ids=input_ids[:1, :shared], use_cache=True)
+    cache = head.past_key_values
+    cache.batch_repeat_interleave(input_ids.shape[0])
+    tail = decoder(input_ids=input_ids[:, shared:], past_key_values=cache,
+                   use_cache=True).last_hidden_state  # fmt: skip
+    opening = head.last_hidden_state.expand(input_ids.shape[0], -1, -1)
+    return torch.cat([opening, tail], dim=1)
+
+
+def common_prefix(input_ids: torch.Tensor) -> int:
+    """How many leading tokens every row shares (at most ``L - 1``, so each
+    row keeps a token of its own to read)."""
+    same = (input_ids == input_ids[:1]).all(dim=0)
+    parted = (~same).nonzero()
+    shared = int(parted[0, 0]) if len(parted) else input_ids.shape[1]
+    return min(shared, input_ids.shape[1] - 1)
 
 
 def _scatter(values: torch.Tensor, read: torch.Tensor) -> torch.Tensor:

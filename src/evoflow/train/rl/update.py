@@ -26,7 +26,13 @@ import torch
 from evoflow.train.rl import advantages as rl
 from evoflow.train.rl import reference as rl_reference
 from evoflow.train.rl.config import RLConfig
-from evoflow.train.rl.data import RLBatch, collate, token_stats
+from evoflow.train.rl.data import (
+    MIN_SHARED,
+    RLBatch,
+    collate,
+    common_prefix,
+    token_stats,
+)
 
 
 @dataclass(frozen=True)
@@ -96,14 +102,14 @@ def update(model, optimizer, batch: RLBatch, advantages: torch.Tensor,
     runs without it), they are recomputed first."""
     device = batch.input_ids.device
     totals = torch.zeros(5, device=device)
-    rows = torch.arange(batch.input_ids.shape[0], device=device)
+    chunks = micro_batches(batch, config.micro_batch, config.micro_tokens)
     tokens = batch.loss_mask.sum().clamp(min=1)
     own_old = config.update_epochs == 1 and not _dropout(model)
     if not own_old:
-        batch = recompute_old_logprobs(model, batch, dtype, config.micro_batch)
+        batch = recompute_old_logprobs(model, batch, dtype, chunks)
     for _ in range(config.update_epochs):
         optimizer.zero_grad(set_to_none=True)
-        for chunk in rows.split(config.micro_batch):
+        for chunk in chunks:
             part = _select(batch, chunk)
             value_target = None
             if critic is not None:
@@ -128,19 +134,52 @@ def _dropout(model) -> bool:
     return any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in model.modules())
 
 
-def recompute_old_logprobs(model, batch: RLBatch, dtype, micro_batch: int) -> RLBatch:
+def recompute_old_logprobs(model, batch: RLBatch, dtype,
+                           chunks: list[torch.Tensor]) -> RLBatch:  # fmt: skip
     """The batch with ``old_logprobs`` from ``model`` as it is now (no
-    gradient, no dropout, in micro-batches, at each row's temperature)."""
-    parts, training = [], model.training
+    gradient, no dropout, in the micro-batches ``chunks`` (row indices), at
+    each row's temperature)."""
+    logprobs, training = torch.empty_like(batch.old_logprobs), model.training
     model.eval()
     try:
         with torch.no_grad():
-            for chunk in torch.arange(batch.input_ids.shape[0]).split(micro_batch):
-                rows = chunk.to(batch.input_ids.device)
-                parts.append(token_stats(model, _select(batch, rows), dtype).logprobs)
+            for rows in chunks:
+                logprobs[rows] = token_stats(
+                    model, _select(batch, rows), dtype
+                ).logprobs
     finally:
         model.train(training)
-    return replace(batch, old_logprobs=torch.cat(parts))
+    return replace(batch, old_logprobs=logprobs)
+
+
+def micro_batches(batch: RLBatch, rows: int, tokens: int = 0) -> list[torch.Tensor]:
+    """Row indices of each micro-batch: rows that open alike side by side (a
+    task's samples read their common opening once, ``data.last_hidden``), at
+    most ``rows`` of them and, with ``tokens``, as many as read at most that
+    many tokens — the opening once, then each row's own (a longer row goes
+    alone)."""
+    keys = batch.input_ids.tolist()
+    chunks: list[list[int]] = []
+    for row in sorted(range(len(keys)), key=keys.__getitem__):
+        chunk = chunks[-1] if chunks else []
+        fits = 0 < len(chunk) < rows and (
+            not tokens or tokens_read(batch, chunk + [row]) <= tokens
+        )
+        if fits:
+            chunk.append(row)
+        else:
+            chunks.append([row])
+    device = batch.input_ids.device
+    return [torch.tensor(c, dtype=torch.long, device=device) for c in chunks]
+
+
+def tokens_read(batch: RLBatch, rows: list[int]) -> int:
+    """Tokens a forward over ``rows`` reads: their common opening once (when
+    it is long enough to share), then each row's own."""
+    lengths = batch.attention_mask[rows].sum(dim=1).tolist()
+    shared = common_prefix(batch.input_ids[rows]) if len(rows) > 1 else 0
+    shared = shared if shared >= MIN_SHARED else 0
+    return shared + sum(n - shared for n in lengths)
 
 
 def values_of(model, batch: RLBatch, dtype, critic: ValueHead) -> torch.Tensor:
