@@ -291,6 +291,29 @@ def test_micro_batches_hold_rows_that_open_alike_within_their_token_budget():
     assert [c.tolist() for c in micro_batches(batch, rows=1)] == [[0], [2], [1], [3]]
 
 
+def test_a_micro_batch_reads_no_column_of_padding_alone():
+    # two replies of different lengths, one per micro-batch: each forward is
+    # as wide as its own row, not the batch's longest
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model("tiny-random-llama"))
+    model = lora_model()
+    batch = two_replies(model, tokenizer, ("left", "turn right at the second door"))
+    lengths = batch.attention_mask.sum(dim=1).tolist()
+    assert lengths[0] != lengths[1]
+    widths = []
+    model.get_input_embeddings().register_forward_hook(
+        lambda _m, args, _o: widths.append(args[0].shape[1])
+    )
+    config = RLConfig(estimator="grpo", samples_per_task=2, kl_coef=0.0,
+                      entropy_coef=0.0, micro_batch=1)  # fmt: skip
+    optimizer = torch.optim.SGD(
+        [p for p in model.parameters() if p.requires_grad], lr=0.1
+    )
+    advantages, _ = token_advantages(batch, torch.tensor([1.0, 0.0]),
+                                     torch.tensor([0, 0]), "grpo")  # fmt: skip
+    update(model, optimizer, batch, advantages, config)
+    assert sorted(widths) == sorted(lengths)
+
+
 def _rows(batch, rows):
     return RLBatch(batch.input_ids[rows], batch.attention_mask[rows],
                    batch.loss_mask[rows], batch.old_logprobs[rows],

@@ -111,10 +111,11 @@ def update(model, optimizer, batch: RLBatch, advantages: torch.Tensor,
         optimizer.zero_grad(set_to_none=True)
         for chunk in chunks:
             part = _select(batch, chunk)
+            width = part.input_ids.shape[1]
             value_target = None
             if critic is not None:
-                value_target = (returns[chunk], old_values[chunk])
-            loss, parts = _loss(model, part, advantages[chunk], config, dtype,
+                value_target = (returns[chunk, :width], old_values[chunk, :width])
+            loss, parts = _loss(model, part, advantages[chunk, :width], config, dtype,
                                 critic, value_target, reference, own_old)  # fmt: skip
             weight = part.loss_mask.sum() / tokens  # token mean over the batch
             (loss * weight).backward()
@@ -139,14 +140,13 @@ def recompute_old_logprobs(model, batch: RLBatch, dtype,
     """The batch with ``old_logprobs`` from ``model`` as it is now (no
     gradient, no dropout, in the micro-batches ``chunks`` (row indices), at
     each row's temperature)."""
-    logprobs, training = torch.empty_like(batch.old_logprobs), model.training
+    logprobs, training = torch.zeros_like(batch.old_logprobs), model.training
     model.eval()
     try:
         with torch.no_grad():
             for rows in chunks:
-                logprobs[rows] = token_stats(
-                    model, _select(batch, rows), dtype
-                ).logprobs
+                part = token_stats(model, _select(batch, rows), dtype).logprobs
+                logprobs[rows, : part.shape[1]] = part
     finally:
         model.train(training)
     return replace(batch, old_logprobs=logprobs)
@@ -222,9 +222,12 @@ def _value_loss(values, old_values, returns, mask, clip: float) -> torch.Tensor:
 
 
 def _select(batch: RLBatch, rows: torch.Tensor) -> RLBatch:
+    """The ``rows`` of ``batch``, cut to the longest of them: a micro-batch
+    reads no column that is padding in all its rows."""
+    width = int(batch.attention_mask[rows].sum(dim=1).max())
     temperature = None if batch.temperature is None else batch.temperature[rows]
-    return RLBatch(batch.input_ids[rows], batch.attention_mask[rows],
-                   batch.loss_mask[rows], batch.old_logprobs[rows],
+    return RLBatch(batch.input_ids[rows, :width], batch.attention_mask[rows, :width],
+                   batch.loss_mask[rows, :width], batch.old_logprobs[rows, :width],
                    batch.trajectory[rows], temperature)  # fmt: skip
 
 
