@@ -89,3 +89,19 @@ def test_the_solver_is_scored_per_group(checker):
                                    "math-L3": 0.0, "math-L4": 0.0}  # fmt: skip
     assert metrics["overall"] == pytest.approx(3 / len(problems))
     assert sum(e.success for e in episodes) == 3
+
+
+def test_a_math_problems_worked_arithmetic_gives_its_exact_answer():
+    # the one-line working the Solver's warm-up shows, evaluated as Python,
+    # must equal the answer exactly (25 % off 30 dollars times 3 is 67.5, not 67)
+    from fractions import Fraction
+
+    from evoflow.sage.problems import MATH_LEVELS, math_problem
+
+    for level in MATH_LEVELS:
+        for index in range(60):
+            p = math_problem(0, level, index)
+            left, right = p.solution.split(" = ")
+            assert right == p.answer
+            exact = eval(left.replace("/", "* Fraction(1) /"), {"Fraction": Fraction})
+            assert Fraction(p.answer) == exact, p.solution

@@ -35,7 +35,7 @@ class Problem:
     question: str
     answer: str = ""  # math: the exact answer
     tests: tuple[str, ...] = ()  # code: assert snippets run after the solution
-    solution: str = ""  # code: a reference solution that passes the tests
+    solution: str = ""  # code: a reference solution; math: the worked arithmetic
     level: int = 1
     source: str = "generated"
     extra: dict = field(default_factory=dict, compare=False)
@@ -54,29 +54,37 @@ ITEMS = ("apples", "stamps", "marbles", "books", "shells", "coins", "pencils", "
 
 
 def math_problem(seed: int, level: int, index: int) -> Problem:
-    """A word problem of ``level`` 0-4 with an integer or exact answer."""
+    """A word problem of ``level`` 0-4 with an integer or exact answer, its
+    arithmetic worked on one line as its ``solution``."""
     if level not in MATH_LEVELS:
         raise ValueError(
             f"math level must be one of {sorted(MATH_LEVELS)}, got {level}"
         )
     rng = py_random(seed, "sage-math", level, index)
-    question, answer = MATH_LEVELS[level](rng, rng.choice(NAMES), rng.choice(ITEMS))
-    return Problem(f"math-{level}-{index}", "math", question, str(answer), level=level)
+    question, answer, working = MATH_LEVELS[level](
+        rng, rng.choice(NAMES), rng.choice(ITEMS)
+    )
+    return Problem(f"math-{level}-{index}", "math", question, str(answer),
+                   solution=working, level=level)  # fmt: skip
 
 
 def _single_digit(rng, who, item):
     a, b = rng.randint(1, 9), rng.randint(1, 9)
     if rng.random() < 0.5:
-        return f"{who} has {a} {item} and finds {b} more. How many {item} now?", a + b
-    return f"{who} has {a + b} {item} and gives away {b}. How many {item} are left?", a
+        return (f"{who} has {a} {item} and finds {b} more. How many {item} now?",
+                a + b, f"{a} + {b} = {a + b}")  # fmt: skip
+    return (f"{who} has {a + b} {item} and gives away {b}. How many {item} are left?",
+            a, f"{a + b} - {b} = {a}")  # fmt: skip
 
 
 def _one_step(rng, who, item):
     a, b = rng.randint(3, 60), rng.randint(2, 40)
     if rng.random() < 0.5:
-        return f"{who} has {a} {item} and finds {b} more. How many {item} now?", a + b
+        return (f"{who} has {a} {item} and finds {b} more. How many {item} now?",
+                a + b, f"{a} + {b} = {a + b}")  # fmt: skip
     a = a + b
-    return f"{who} has {a} {item} and gives away {b}. How many {item} are left?", a - b
+    return (f"{who} has {a} {item} and gives away {b}. How many {item} are left?",
+            a - b, f"{a} - {b} = {a - b}")  # fmt: skip
 
 
 def _two_steps(rng, who, item):
@@ -85,6 +93,7 @@ def _two_steps(rng, who, item):
         f"{who} starts with {a} {item}, buys {b} more, then loses {c}. "
         f"How many {item} does {who} have?",
         a + b - c,
+        f"{a} + {b} - {c} = {a + b - c}",
     )
 
 
@@ -95,6 +104,7 @@ def _product(rng, who, item):
         f"{who} buys {boxes * friends} boxes of {per} {item} and shares them equally "
         f"among {friends} friends. How many {item} does each friend get?",
         total // friends,
+        f"{boxes * friends} * {per} / {friends} = {total // friends}",
     )
 
 
@@ -102,10 +112,13 @@ def _percent(rng, who, item):
     price = rng.randint(2, 40) * 10
     off = rng.choice((10, 20, 25, 30, 50))
     count = rng.randint(2, 5)
+    cents = price * (100 - off) * count  # 25% off 30 dollars, 3 packs: 67.5
+    paid = cents // 100 if cents % 100 == 0 else cents / 100
     return (
         f"A pack of {item} costs {price} dollars. {who} gets {off}% off and buys "
         f"{count} packs. How many dollars does {who} pay?",
-        price * (100 - off) * count // 100,
+        paid,
+        f"{price} * {100 - off} / 100 * {count} = {paid}",
     )
 
 

@@ -114,7 +114,8 @@ def solver_chat(problem: Problem, plan: str | None) -> Chat:
     """The Solver's prompt; ``plan`` only when its score passed the gate."""
     guide = f"\nPlan: {plan}\n" if plan else "\n"
     if problem.kind == "math":
-        form = "Reply with only the final result in <answer></answer>."
+        form = ("Write the arithmetic on one line, then only the final result "
+                "in <answer></answer>.")  # fmt: skip
     else:
         form = "Reply with the complete Python function in <answer></answer>."
     return _user(

@@ -3,9 +3,11 @@
 SFT on these teaches a small model the roles' tags — the format SAGE's rewards
 read — before self-play starts (a 135M model that never writes a tag gets the
 same reward for every reply, and nothing to learn from). They show the format
-and the seed answers, not reasoning: the Challenger "proposes" another seed
-problem of the same kind, the Critic gives seed questions 8 and questions cut
-off mid-sentence 2, and plans are a fixed outline per kind.
+and the seed answers: the Solver writes a maths problem's arithmetic on one
+line before its answer (a small model told to answer at once guesses; see
+``docs/calibration-sage.md``), the Challenger "proposes" another seed problem
+of the same kind, the Critic gives seed questions 8 and questions cut off
+mid-sentence 2, and plans are a fixed outline per kind.
 """
 
 from __future__ import annotations
@@ -28,8 +30,12 @@ def challenger_reply(p: Problem) -> str:
 
 
 def solver_reply(p: Problem) -> str:
-    return f"<answer>{p.answer}</answer>" if p.kind == "math" else (
-        f"<answer>\n{roles.fence(p.solution)}\n</answer>")  # fmt: skip
+    """The arithmetic on one line, then the answer (maths); the reference
+    function (code)."""
+    if p.kind == "math":
+        working = f"{p.solution}\n" if p.solution else ""
+        return f"{working}<answer>{p.answer}</answer>"
+    return f"<answer>\n{roles.fence(p.solution)}\n</answer>"
 
 
 def demos(problems: list[Problem], seed: int) -> list[list[dict]]:
