@@ -82,10 +82,7 @@ def timed_update(episodes, config: RLConfig, shared: bool = True
     update(learner.model, optimizer, batch, advantages, config, learner.dtype)
     seconds = time.perf_counter() - started
     chunks = micro_batches(batch, config.micro_batch, config.micro_tokens)
-    if shared:
-        total = sum(tokens_read(batch, c.tolist()) for c in chunks)
-    else:
-        total = sum(len(s.input_ids) for s in sequences)
+    total = sum(tokens_read(batch, c.tolist()) for c in chunks)
     return seconds, int(batch.loss_mask.sum()), total
 
 

@@ -151,8 +151,8 @@ def last_hidden(decoder, input_ids: torch.Tensor) -> torch.Tensor:
     hidden state is the one a full forward of its row gives, and gradients
     reach the prefix through the cache.
     """
-    shared = common_prefix(input_ids)
-    if input_ids.shape[0] < 2 or shared < MIN_SHARED:
+    shared = shared_opening(input_ids)
+    if not shared:
         return decoder(input_ids=input_ids).last_hidden_state
     head = decoder(input_ids=input_ids[:1, :shared], use_cache=True)
     cache = head.past_key_values
@@ -161,6 +161,16 @@ def last_hidden(decoder, input_ids: torch.Tensor) -> torch.Tensor:
                    use_cache=True).last_hidden_state  # fmt: skip
     opening = head.last_hidden_state.expand(input_ids.shape[0], -1, -1)
     return torch.cat([opening, tail], dim=1)
+
+
+def shared_opening(input_ids: torch.Tensor) -> int:
+    """The leading tokens ``last_hidden`` reads once for all rows: their
+    common prefix when there are rows to share it and it is ``MIN_SHARED``
+    long, else 0."""
+    if input_ids.shape[0] < 2:
+        return 0
+    shared = common_prefix(input_ids)
+    return shared if shared >= MIN_SHARED else 0
 
 
 def common_prefix(input_ids: torch.Tensor) -> int:

@@ -26,13 +26,7 @@ import torch
 from evoflow.train.rl import advantages as rl
 from evoflow.train.rl import reference as rl_reference
 from evoflow.train.rl.config import RLConfig
-from evoflow.train.rl.data import (
-    MIN_SHARED,
-    RLBatch,
-    collate,
-    common_prefix,
-    token_stats,
-)
+from evoflow.train.rl.data import RLBatch, collate, shared_opening, token_stats
 
 
 @dataclass(frozen=True)
@@ -177,8 +171,7 @@ def tokens_read(batch: RLBatch, rows: list[int]) -> int:
     """Tokens a forward over ``rows`` reads: their common opening once (when
     it is long enough to share), then each row's own."""
     lengths = batch.attention_mask[rows].sum(dim=1).tolist()
-    shared = common_prefix(batch.input_ids[rows]) if len(rows) > 1 else 0
-    shared = shared if shared >= MIN_SHARED else 0
+    shared = shared_opening(batch.input_ids[rows])
     return shared + sum(n - shared for n in lengths)
 
 
