@@ -5,7 +5,8 @@ The real span (``run_sage_span``: pool sampling, verifier rewards, per-role
 whitening, Task-Relative REINFORCE++ on the LoRA) and the real evaluation
 (``evaluate_solver``) on the embedded model, with the embedded config's
 settings (``config/sage.yaml``: level-0 maths, 8 questions × 8 Solver samples a
-step, planning off, lr 2e-4). The warm-up teaches only the Solver's format
+step, planning off, lr 2e-4), except that only the Solver trains, so one shared
+adapter stands for the config's per-role ones. The warm-up teaches only the Solver's format
 (its 40 seed demonstrations, one epoch at lr 1e-3). The Challenger's reply is
 scripted to carry no question, so no Critic and no difficulty call is made:
 each step is the Solver's RL on the seed pool, which is what lifts held-out
@@ -72,8 +73,8 @@ class SolverPlays(Policy):
 
 
 def solved(policy, adapter: Path, problems, checker) -> int:
-    metrics, _ = evaluate_solver(policy, adapter, problems, checker, 48, LABELS)
-    return round(metrics["overall"] * len(problems))
+    _, episodes = evaluate_solver(policy, adapter, problems, checker, 48, LABELS)
+    return sum(e.success for e in episodes)
 
 
 def test_the_solvers_steps_raise_its_held_out_pass_at_1(tmp_path):
