@@ -39,11 +39,8 @@ def run(config: dict, share: bool, tasks: int):
              for env in envs}  # fmt: skip
     before = dict(FED)
     start = time.perf_counter()
-    results = evaluate_envs(
-        policy, specs, {e: min(tasks, envs[e]["test"]) for e in envs},
-        {e: None for e in envs}, config["generation"]["width"],
-        {e: envs[e].get("strata") for e in envs},
-    )  # fmt: skip
+    envs = {e: dict(envs[e], test=min(tasks, envs[e]["test"])) for e in envs}
+    results = evaluate_envs(policy, specs, envs, config["generation"]["width"])
     seconds = time.perf_counter() - start
     policy.close()
     episodes = [e for env in results.values() for e in env[0]]
