@@ -74,9 +74,9 @@ class OpenVINOPolicy(Policy):
         properties = {"INFERENCE_NUM_THREADS": threads,
                       "INFERENCE_PRECISION_HINT": precision,
                       "KV_CACHE_PRECISION": precision}  # fmt: skip
-        self.adapter = adapter
+        self.adapter, self.lora = adapter, None
         if adapter is not None:
-            properties["adapters"] = self._adapters(adapter)
+            self.lora = properties["adapters"] = self._adapters(adapter)
         self.pipe = og.ContinuousBatchingPipeline(ir, scheduler, "CPU", properties)
 
     def _adapters(self, folder: str):
@@ -125,6 +125,8 @@ class OpenVINOPolicy(Policy):
         if params.temperature > 0:
             config.do_sample, config.temperature = True, params.temperature
             config.top_p, config.rng_seed = params.top_p, int(seed) % 2**31
+        if self.lora is not None and not self.fuse:
+            config.adapters = self.lora  # applied at run time, per request
         if choice is not None:
             config.structured_output_config = og.StructuredOutputConfig(
                 regex=choice_regex(choice)
