@@ -6,15 +6,18 @@ rollout engine, so every turn's chats, adapters and action choices reach each
 backend alike. ``hf`` is ``HFPolicy`` (bf16 where the CPU has bf16 units, a
 batch-wide adapter merged into the weights). ``ov`` is OpenVINO GenAI's
 continuous-batching pipeline behind the same ``Policy`` interface
-(``OpenVINOPolicy`` below): prompts are our chat template's token ids, prefix
-caching keeps each episode's history between turns, and a PEFT adapter is
-loaded as an OpenVINO GenAI LoRA adapter with PEFT's scaling (``lora_alpha / r``),
-fused into the weights (``--fuse``) or applied at run time. With
-``--constrain`` each row's ``ActionChoice`` becomes a regular expression for
-GenAI's structured output (a ``Thought:`` line of at most ``THOUGHT_CHARS``
-characters, then one listed action or a slot's opening with its text): the same
-language as ``evoflow.policy.constrain`` but not its token-level rules (the cut
-of a long thought, the tokenizer's own spelling), so replies may differ there.
+(``OpenVINOPolicy`` below): prompts are our chat template's token ids, its
+prefix cache may reuse the key/value blocks of an episode's earlier turns, and a
+PEFT adapter is loaded as an OpenVINO GenAI LoRA adapter with PEFT's scaling
+(``lora_alpha / r``), fused into the weights when the pipeline is built
+(``--fuse``, outside the timing; hf merges inside it) or applied to every request
+at run time. With ``--constrain`` each row's ``ActionChoice`` becomes a regular
+expression for GenAI's structured output (``choice_regex``). It approximates
+``evoflow.policy.constrain``, which differs in that it cuts a long thought off by
+its token budget (here: at most ``THOUGHT_CHARS`` characters), accepts the
+``Action:`` tag in any case and spacing, follows an action along the tokenizer's
+own spelling, and takes a slot's text as Python's printable characters (here:
+no control characters, ``]``, ``:`` or line break); replies may differ there.
 
 Prints each backend's wall time, the ratio hf / ov, successes and how many
 episodes are identical message for message.
@@ -46,6 +49,7 @@ from evoflow.policy.base import (
     ActionChoice,
     Generation,
     Policy,
+    PolicyError,
     SamplingParams,
     per_row,
     prompt_ids,
@@ -74,18 +78,19 @@ class OpenVINOPolicy(Policy):
         properties = {"INFERENCE_NUM_THREADS": threads,
                       "INFERENCE_PRECISION_HINT": precision,
                       "KV_CACHE_PRECISION": precision}  # fmt: skip
-        self.adapter, self.lora = adapter, None
-        if adapter is not None:
-            self.lora = properties["adapters"] = self._adapters(adapter)
+        self.adapter = adapter
+        self.lora = None if adapter is None else self._adapter_config(adapter)
+        if self.lora is not None:
+            properties["adapters"] = self.lora
         self.pipe = og.ContinuousBatchingPipeline(ir, scheduler, "CPU", properties)
 
-    def _adapters(self, folder: str):
+    def _adapter_config(self, folder: str):
         og = self.og
         settings = json.loads((Path(folder) / "adapter_config.json").read_text())
         mode = (
             og.AdapterConfig.Mode.MODE_FUSE
             if self.fuse
-            else og.AdapterConfig.Mode.MODE_AUTO
+            else og.AdapterConfig.Mode.MODE_DYNAMIC
         )
         config = og.AdapterConfig(mode)
         weights = og.Adapter(str(Path(folder) / "adapter_model.safetensors"))
@@ -98,15 +103,23 @@ class OpenVINOPolicy(Policy):
 
         if any(a != self.adapter for a in per_row(adapter, len(chats))):
             raise ValueError("this harness serves the one adapter it was built with")
+        seeds = seeds or [0] * len(chats)
+        choices = choices or [None] * len(chats)
+        if len(choices) != len(chats):
+            raise ValueError(f"{len(choices)} action choices for {len(chats)} chats")
         prompts = [prompt_ids(self.tokenizer, chat, params.template) for chat in chats]
         results = [Generation("", len(p), 0, "context") for p in prompts]
         room = [i for i, p in enumerate(prompts)
                 if len(p) + params.max_new_tokens <= self.max_context]  # fmt: skip
-        configs = [self._config(params, (seeds or [0] * len(chats))[i],
-                                choices[i] if choices else None) for i in room]  # fmt: skip
+        configs = [self._config(params, seeds[i], choices[i]) for i in room]
         tensors = [ov.Tensor(np.array([prompts[i]], dtype=np.int64)) for i in room]
-        for i, out in zip(room, self.pipe.generate(tensors, configs) if room else [],
-                          strict=True):  # fmt: skip
+        try:
+            outs = self.pipe.generate(tensors, configs) if room else []
+        except RuntimeError as exc:
+            raise PolicyError(f"openvino backend failed: {exc}") from exc
+        for i, out in zip(room, outs, strict=True):
+            if not out.m_generation_ids:
+                raise PolicyError("openvino backend: a request came back empty")
             ids = list(out.m_generation_ids[0])
             stopped = bool(ids) and ids[-1] in self.stop_ids
             text, cut = truncate_reply(
@@ -140,14 +153,16 @@ def choice_regex(choice: ActionChoice) -> str:
     def escape(text: str) -> str:
         return "".join("\\" + c if c in REGEX_SPECIAL else c for c in text)
 
-    slots = [escape(s) + r"[^\]\n:]{1,200}\]" for s in choice.slots]
+    text = r"[^\]\s:][^\]\n\r\t:\x00-\x1f\x7f]{0,199}\]"  # a slot's text, closed
+    slots = [escape(s) + text for s in choice.slots]
     action = "(" + "|".join([escape(a) for a in choice.actions] + slots) + ")"
     if choice.form == "text":
         return action
-    return rf"Thought: [^\n]{{0,{THOUGHT_CHARS}}}\nAction: {action}"
+    return rf"Thought: [^\n:]{{0,{THOUGHT_CHARS}}}\nAction: {action}"
 
 
 def play(policy: Policy, config: dict, envs: dict, adapter: str | None):
+    """The test episodes of ``envs`` played by ``policy``, and the wall time."""
     specs = {env: rollout_spec(config, env, method="bench", round=0, client=env,
                                split="test", source="eval", temperature=0.0,
                                adapter=adapter) for env in envs}  # fmt: skip
@@ -157,6 +172,11 @@ def play(policy: Policy, config: dict, envs: dict, adapter: str | None):
     episodes = sorted((e for pair in results.values() for e in pair[0]),
                       key=lambda e: (e.env, e.task_id))  # fmt: skip
     return episodes, seconds
+
+
+def capped(env: dict, tasks: int) -> dict:
+    """An env's config entry with at most ``tasks`` test tasks (None: all)."""
+    return dict(env, test=tasks if env["test"] is None else min(tasks, env["test"]))
 
 
 def main() -> None:
@@ -175,23 +195,26 @@ def main() -> None:
     config = load_config(args.config)
     config["generation"]["constrain_actions"] = args.constrain
     chosen = args.envs.split(",") if args.envs else list(config["envs"])
-    envs = {e: dict(config["envs"][e], test=min(args.tasks, config["envs"][e]["test"]))
-            for e in chosen}  # fmt: skip
+    envs = {e: capped(config["envs"][e], args.tasks) for e in chosen}
     model = config["model"]
-    hf = HFPolicy(model["name"], max_context=model["max_context"], dtype=model["dtype"])
-    ov = OpenVINOPolicy(args.ir, hf.tokenizer, args.adapter, args.fuse,
-                        args.threads, args.precision, model["max_context"])  # fmt: skip
+    hf_policy = HFPolicy(model["name"], max_context=model["max_context"],
+                         batch_size=model["batch_size"], dtype=model["dtype"])  # fmt: skip
+    ov_policy = OpenVINOPolicy(args.ir, hf_policy.tokenizer, args.adapter, args.fuse,
+                               args.threads, args.precision, model["max_context"])  # fmt: skip
     played = {name: play(policy, config, envs, args.adapter)
-              for name, policy in (("hf", hf), ("ov", ov))}  # fmt: skip
+              for name, policy in (("hf", hf_policy), ("ov", ov_policy))}  # fmt: skip
     for name, (episodes, seconds) in played.items():
         turns = sum(e.n_turns for e in episodes)
         wins = sum(e.success for e in episodes)
         print(f"{name}: {len(episodes)} episodes, {turns} turns, {wins} solved, "
               f"{seconds:.1f} s")  # fmt: skip
-    (a, a_s), (b, b_s) = played["hf"], played["ov"]
-    same = sum([m.content for m in x.messages] == [m.content for m in y.messages]
-               for x, y in zip(a, b, strict=True))  # fmt: skip
-    print(f"wall time hf / ov: {a_s / b_s:.2f}x; identical episodes {same}/{len(a)}")
+    (hf_episodes, hf_seconds), (ov_episodes, ov_seconds) = played["hf"], played["ov"]
+    same = sum(
+        [m.content for m in mine.messages] == [m.content for m in theirs.messages]
+        for mine, theirs in zip(hf_episodes, ov_episodes, strict=True)
+    )
+    print(f"wall time hf / ov: {hf_seconds / ov_seconds:.2f}x; "
+          f"identical episodes {same}/{len(hf_episodes)}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import time
 
 import torch
 from eval_throughput import FED, count_forward
+from openvino_backend import capped
 
 from evoflow.config import load_config
 from evoflow.evaluate.run import evaluate_envs
@@ -37,9 +38,9 @@ def run(config: dict, share: bool, tasks: int):
     specs = {env: rollout_spec(config, env, method="bench", round=0, client=env,
                                split="test", source="eval", temperature=0.0)
              for env in envs}  # fmt: skip
+    envs = {e: capped(envs[e], tasks) for e in envs}
     before = dict(FED)
     start = time.perf_counter()
-    envs = {e: dict(envs[e], test=min(tasks, envs[e]["test"])) for e in envs}
     results = evaluate_envs(policy, specs, envs, config["generation"]["width"])
     seconds = time.perf_counter() - start
     policy.close()
