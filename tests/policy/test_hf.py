@@ -137,6 +137,29 @@ def test_merged_adapter_gives_the_replies_of_the_unmerged_one(tiny, adapter_dir)
     assert unmerged.model is not unmerged.base  # a PeftModel
 
 
+def test_a_frozen_lm_head_is_not_copied_per_row(tiny, adapter_dir):
+    # Prepare: the merged model serving an adapter, its weights frozen by PEFT
+    tiny.generate(chats(), GREEDY, adapter=adapter_dir)
+    merged = tiny._merged[1]
+    head = merged.get_output_embeddings().weight
+    assert not head.requires_grad
+    seen = []
+    hook = merged.get_output_embeddings().register_forward_pre_hook(
+        lambda module, args: seen.append(args[0])
+    )
+
+    # Execute: prompts never seen, so the first logits come from a prefill pass
+    fresh = [[{"role": "user", "content": f"Other task {i}."}] for i in range(4)]
+    tiny.generate(fresh, GREEDY, adapter=adapter_dir)
+    hook.remove()
+
+    # Assert: the head reads packed (rows, 1, hidden) batches. A strided slice
+    # of the last positions would make matmul broadcast the frozen weight to
+    # every row and copy it (evoflow.policy.hf.LAST_POSITION)
+    assert seen[0].shape[:2] == (4, 1)  # the prefill pass's four rows
+    assert all(x.shape[1] == 1 and x.is_contiguous() for x in seen)
+
+
 def test_bf16_weights_play_the_same_greedy_episodes_as_fp32():
     # Prepare: eight 4-turn Maze episodes, greedy, fp32 and bf16 weights
     spec = RolloutSpec(
