@@ -132,3 +132,28 @@ def test_grouped_decode_reads_a_sliced_cache_in_place(boolean_mask):
     assert widened.data_ptr() == k_buffer.data_ptr()
     assert _in_place(k_buffer[:, :, 5:37]).shape[2] == 32  # not a leading slice
     assert _in_place(k.transpose(1, 2)).shape == (4, 37, 3, 64)  # other layouts kept
+
+
+def test_each_steps_mask_is_honoured_though_the_bias_is_built_once_per_step():
+    # Prepare: two decoding steps of the same shape whose masks differ, as when
+    # a row finishes between steps; the layers of one step share a mask object
+    torch.manual_seed(0)
+    q, k, v = (
+        torch.randn(2, 9, 1, 64),
+        torch.randn(2, 3, 20, 64),
+        torch.randn(2, 3, 20, 64),
+    )
+    first = torch.ones(2, 1, 1, 20, dtype=torch.bool)
+    second = first.clone()
+    second[0, ..., :15] = False
+
+    # Execute: two layers of the first step, then a layer of the second
+    out = [_grouped_decode(q, k, v, m, None) for m in (first, first, second)]
+
+    # Assert: each equals attention under its own mask
+    for result, attend in zip(out, (first, first, second), strict=True):
+        reference = torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=attend, enable_gqa=True
+        ).transpose(1, 2)
+        torch.testing.assert_close(result, reference, atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(out[2][0], out[0][0], atol=1e-3)

@@ -70,17 +70,37 @@ def _grouped_decode(query, key, value, mask, scaling) -> torch.Tensor:
         key, value = key[:, :, :n], value[:, :, :n]
     grouped = query.reshape(b, kv_heads, heads // kv_heads, d)
     scale = scaling if scaling is not None else d**-0.5
-    scores = torch.matmul(grouped, key.transpose(-1, -2)).float() * scale
-    if mask is not None:
-        mask = mask[..., :n].reshape(mask.shape[0], 1, 1, n)
-        if mask.dtype == torch.bool:
-            scores[..., :n].masked_fill_(~mask, float("-inf"))
-        else:
-            scores[..., :n] += mask.float()
-    scores[..., n:] = float("-inf")  # storage past the filled columns
+    scores = torch.matmul(grouped, key.transpose(-1, -2)).float().mul_(scale)
+    scores += _bias(mask, n, scores.shape[-1], scores.device)
     weights = torch.softmax(scores, dim=-1).to(value.dtype)
     output = torch.matmul(weights, value)  # (b, kv_heads, group, d)
     return output.reshape(b, 1, heads, d)
+
+
+# The bias of the last decoding step: every layer of a forward pass gets the
+# same mask object, so the bias is built once per step, not once per layer.
+_LAST: dict = {}
+
+
+def _bias(mask, n: int, columns: int, device) -> torch.Tensor:
+    """fp32 (b, 1, 1, columns) added to the scores: 0 where a boolean mask
+    attends, -inf where not (an additive mask: its values); -inf past the ``n``
+    real columns."""
+    key = (n, columns)
+    if _LAST.get("mask") is mask and _LAST.get("key") == key and mask is not None:
+        return _LAST["bias"]
+    rows = mask.shape[0] if mask is not None else 1
+    bias = torch.full((rows, 1, 1, columns), float("-inf"), device=device)
+    if mask is None:
+        bias[..., :n] = 0.0
+    else:
+        real = mask[..., :n].reshape(rows, 1, 1, n).to(device)
+        if real.dtype == torch.bool:
+            bias[..., :n].masked_fill_(real, 0.0)
+        else:
+            bias[..., :n] = real.float()
+    _LAST.update(mask=mask, key=key, bias=bias)
+    return bias
 
 
 def _in_place(t: torch.Tensor) -> torch.Tensor:
