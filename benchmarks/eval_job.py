@@ -7,7 +7,8 @@ adapter is merged into a copy of the weights, whose parameters PEFT has frozen.
 ``--adapter`` takes a trained one; by default it is a fresh LoRA (B = 0), so the
 replies are the pre-trained model's. The earlier side loads ``hf.py`` and
 ``attention.py`` as they were at ``--against`` (``baseline.load``); everything
-else is today's. Both run in this process, one after the other, at ``--threads``.
+else is today's. Both run in this process, one after the other (today's first, so
+any warm-up falls on it), at ``--threads``. The FLOP count is SmolLM2-135M's.
 
 Prints per side the wall time, the model time split into prefill and decoding
 passes (and the decoding passes' mean rows), the tokens fed and their share of
@@ -21,6 +22,7 @@ are identical message for message.
 from __future__ import annotations
 
 import argparse
+import gc
 import tempfile
 import time
 from pathlib import Path
@@ -54,7 +56,7 @@ def hf_class(commit: str | None):
 
 def timed(policy) -> dict:
     """Time and count every forward pass of ``policy``: prefill vs decoding."""
-    spent = {"prefill": 0.0, "decode": 0.0, "steps": 0, "rows": 0, "fed": 0}
+    spent = {"prefill": 0.0, "decode": 0.0, "steps": 0, "rows": 0, "prompt": 0}
     forward_for = policy._forward_for
 
     def wrapped(tags):
@@ -65,10 +67,11 @@ def timed(policy) -> dict:
             out = forward(ids, mask, positions, cache, rows)
             kind = "decode" if ids.shape[1] == 1 else "prefill"
             spent[kind] += time.perf_counter() - start
-            spent["fed"] += int(ids.numel())
             if kind == "decode":
                 spent["steps"] += 1
                 spent["rows"] += ids.shape[0]
+            else:
+                spent["prompt"] += int(ids.numel())  # padding included
             return out
 
         return run
@@ -91,18 +94,23 @@ def play(commit, config, envs, adapter):
     episodes = sorted((e for pair in results.values() for e in pair[0]),
                       key=lambda e: (e.env, e.task_id))  # fmt: skip
     precision = "bf16" if policy.dtype == torch.bfloat16 else "fp32"
+    policy.close()
+    del policy
+    gc.collect()  # the timing wrapper holds the policy in a reference cycle
     return episodes, seconds, spent, precision
 
 
 def report(name, played, roof) -> None:
     episodes, seconds, spent, precision = played
     replies = sum(e.n_tokens for e in episodes)
-    flops = 2 * (106_168_896 * spent["fed"] + 28_311_552 * replies)
+    fed = spent["prompt"] + spent["rows"]
+    flops = 2 * (106_168_320 * fed + 28_311_552 * replies)
     rows = spent["rows"] / max(1, spent["steps"])
     print(f"{name}: {len(episodes)} episodes, {sum(e.n_turns for e in episodes)} turns, "
           f"{sum(e.success for e in episodes)} solved in {seconds:.1f} s; prefill "
-          f"{spent['prefill']:.1f} s, decoding {spent['decode']:.1f} s ({spent['steps']} "
-          f"passes, {rows:.1f} rows each); {spent['fed']} tokens fed, "
+          f"{spent['prefill']:.1f} s ({spent['prompt']} tokens, "
+          f"{spent['prompt'] / max(spent['prefill'], 1e-9):.0f}/s), decoding "
+          f"{spent['decode']:.1f} s ({spent['steps']} passes, {rows:.1f} rows each); "
           f"{flops / seconds / 1e9 / roof[precision]:.1%} of the {precision} roofline")  # fmt: skip
 
 

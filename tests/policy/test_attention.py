@@ -157,3 +157,45 @@ def test_each_steps_mask_is_honoured_though_the_bias_is_built_once_per_step():
         ).transpose(1, 2)
         torch.testing.assert_close(result, reference, atol=1e-5, rtol=1e-5)
     assert not torch.allclose(out[2][0], out[0][0], atol=1e-3)
+
+
+def _filled_per_layer(query, key, value, mask):
+    """The grouped decode as it was before the per-step bias: the scores filled
+    with -inf (or the additive mask added) in every layer. A regression
+    reference: the bias must change no bit of the output."""
+    b, heads, _, d = query.shape
+    grouped = query.reshape(b, key.shape[1], heads // key.shape[1], d)
+    scores = torch.matmul(grouped, key.transpose(-1, -2)).float() * d**-0.5
+    if mask is not None and mask.dtype == torch.bool:
+        scores.masked_fill_(~mask, float("-inf"))
+    elif mask is not None:
+        scores += mask.float()
+    weights = torch.softmax(scores, dim=-1).to(value.dtype)
+    return torch.matmul(weights, value).reshape(b, 1, heads, d)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("kind", ["boolean", "additive", "none"])
+def test_the_per_step_bias_changes_no_bit_of_the_output(dtype, kind):
+    # Prepare: rows with different padding, three kinds of mask
+    torch.manual_seed(1)
+    q = torch.randn(5, 9, 1, 64, dtype=dtype)
+    k, v = (
+        torch.randn(5, 3, 41, 64, dtype=dtype),
+        torch.randn(5, 3, 41, 64, dtype=dtype),
+    )
+    attend = torch.rand(5, 1, 1, 41) > 0.3
+    attend[..., -1] = True
+    mask = {
+        "boolean": attend,
+        "additive": torch.randn(5, 1, 1, 41).masked_fill(~attend, -1e9),
+        "none": None,
+    }[kind]
+
+    # Execute (twice: the second call is served the cached bias)
+    first = _grouped_decode(q, k, v, mask, None)
+    second = _grouped_decode(q, k, v, mask, None)
+
+    # Assert
+    expected = _filled_per_layer(q, k, v, mask)
+    assert torch.equal(first, expected) and torch.equal(second, expected)

@@ -6,7 +6,7 @@ from peft import LoraConfig, get_peft_model
 
 from evoflow.envs import make_env
 from evoflow.policy.base import SamplingParams
-from evoflow.policy.hf import HFPolicy
+from evoflow.policy.hf import LAST_POSITION, HFPolicy
 from evoflow.rollout.engine import RolloutSpec, rollout
 
 GREEDY = SamplingParams(temperature=0.0, max_new_tokens=8)
@@ -150,14 +150,37 @@ def test_a_frozen_lm_head_is_not_copied_per_row(tiny, adapter_dir):
 
     # Execute: prompts never seen, so the first logits come from a prefill pass
     fresh = [[{"role": "user", "content": f"Other task {i}."}] for i in range(4)]
-    tiny.generate(fresh, GREEDY, adapter=adapter_dir)
-    hook.remove()
+    try:
+        tiny.generate(fresh, GREEDY, adapter=adapter_dir)
+    finally:
+        hook.remove()
 
     # Assert: the head reads packed (rows, 1, hidden) batches. A strided slice
     # of the last positions would make matmul broadcast the frozen weight to
     # every row and copy it (evoflow.policy.hf.LAST_POSITION)
     assert seen[0].shape[:2] == (4, 1)  # the prefill pass's four rows
     assert all(x.shape[1] == 1 and x.is_contiguous() for x in seen)
+
+
+def test_the_gathered_last_position_gives_the_sliced_ones_logits(tiny, adapter_dir):
+    # Prepare: the frozen merged model and a left-padded prefill batch
+    tiny.generate(chats(), GREEDY, adapter=adapter_dir)
+    merged = tiny._merged[1]
+    ids = torch.randint(5, 200, (3, 9), generator=torch.Generator().manual_seed(0))
+    mask = torch.ones_like(ids)
+    mask[1, :4] = 0
+
+    # Execute: the head on the strided slice (int) and on the gathered index
+    with torch.inference_mode():
+        sliced, gathered = (
+            merged(input_ids=ids, attention_mask=mask, logits_to_keep=keep).logits
+            for keep in (1, LAST_POSITION)
+        )
+
+    # Assert: the same position's logits; one batched product against one per
+    # row may round the last bits differently
+    torch.testing.assert_close(gathered, sliced, atol=1e-5, rtol=1e-5)
+    assert torch.equal(gathered.argmax(-1), sliced.argmax(-1))
 
 
 def test_bf16_weights_play_the_same_greedy_episodes_as_fp32():

@@ -78,17 +78,22 @@ def _grouped_decode(query, key, value, mask, scaling) -> torch.Tensor:
 
 
 # The bias of the last decoding step: every layer of a forward pass gets the
-# same mask object, so the bias is built once per step, not once per layer.
-_LAST: dict = {}
+# same mask object, so the bias is built once per step, not once per layer. The
+# entry is one tuple (read and replaced whole) and holds the mask, so no other
+# mask can take its identity; a mask edited in place between calls would be
+# served a stale bias (transformers builds a new one every forward pass).
+_LAST: tuple = (None, None, None)  # mask, (n, columns, device), bias
 
 
 def _bias(mask, n: int, columns: int, device) -> torch.Tensor:
     """fp32 (b, 1, 1, columns) added to the scores: 0 where a boolean mask
     attends, -inf where not (an additive mask: its values); -inf past the ``n``
     real columns."""
-    key = (n, columns)
-    if _LAST.get("mask") is mask and _LAST.get("key") == key and mask is not None:
-        return _LAST["bias"]
+    global _LAST
+    key = (n, columns, device)
+    cached, cached_key, cached_bias = _LAST
+    if mask is not None and cached is mask and cached_key == key:
+        return cached_bias
     rows = mask.shape[0] if mask is not None else 1
     bias = torch.full((rows, 1, 1, columns), float("-inf"), device=device)
     if mask is None:
@@ -99,7 +104,7 @@ def _bias(mask, n: int, columns: int, device) -> torch.Tensor:
             bias[..., :n].masked_fill_(real, 0.0)
         else:
             bias[..., :n] = real.float()
-    _LAST.update(mask=mask, key=key, bias=bias)
+    _LAST = (mask, key, bias)
     return bias
 
 
