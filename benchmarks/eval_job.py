@@ -31,10 +31,9 @@ import baseline
 import roofline
 import torch
 from eval_throughput import zero_adapter
+from openvino_backend import capped, play
 
 from evoflow.config import load_config
-from evoflow.evaluate.run import evaluate_envs
-from evoflow.runtime import rollout_spec
 
 AGAINST = "25fa6cf"  # before the LM head read a gathered last position
 
@@ -62,7 +61,7 @@ def timed(policy) -> dict:
     def wrapped(tags):
         forward = forward_for(tags)
 
-        def run(ids, mask, positions, cache, rows):
+        def measured(ids, mask, positions, cache, rows):
             start = time.perf_counter()
             out = forward(ids, mask, positions, cache, rows)
             kind = "decode" if ids.shape[1] == 1 else "prefill"
@@ -74,25 +73,19 @@ def timed(policy) -> dict:
                 spent["prompt"] += int(ids.numel())  # padding included
             return out
 
-        return run
+        return measured
 
     policy._forward_for = wrapped
     return spent
 
 
-def play(commit, config, envs, adapter):
+def run(commit, config, envs, adapter):
+    """The evaluation episodes played by ``commit``'s backend (None: today's)."""
     model = config["model"]
     policy = hf_class(commit)(model["name"], max_context=model["max_context"],
                               batch_size=model["batch_size"], dtype=model["dtype"])  # fmt: skip
     spent = timed(policy)
-    specs = {env: rollout_spec(config, env, method="bench", round=0, client=env,
-                               split="test", source="eval", temperature=0.0,
-                               adapter=adapter) for env in envs}  # fmt: skip
-    start = time.perf_counter()
-    results = evaluate_envs(policy, specs, envs, config["generation"]["width"])
-    seconds = time.perf_counter() - start
-    episodes = sorted((e for pair in results.values() for e in pair[0]),
-                      key=lambda e: (e.env, e.task_id))  # fmt: skip
+    episodes, seconds = play(policy, config, envs, adapter)
     precision = "bf16" if policy.dtype == torch.bfloat16 else "fp32"
     policy.close()
     del policy
@@ -124,18 +117,14 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     config = load_config(args.config)
-    envs = {e: dict(c) for e, c in config["envs"].items()}
-    if args.tasks is not None:
-        for entry in envs.values():
-            entry["test"] = (
-                args.tasks if entry["test"] is None else min(args.tasks, entry["test"])
-            )
+    envs = {e: c if args.tasks is None else capped(c, args.tasks)
+            for e, c in config["envs"].items()}  # fmt: skip
     roof = roofline.measure(args.threads)
     print(roofline.describe(roof, args.threads))
     with tempfile.TemporaryDirectory() as tmp:
         adapter = args.adapter or zero_adapter(Path(tmp) / "adapter")
-        today = play(None, config, envs, adapter)
-        earlier = play(args.against, config, envs, adapter)
+        today = run(None, config, envs, adapter)
+        earlier = run(args.against, config, envs, adapter)
     report("today", today, roof)
     report(args.against, earlier, roof)
     same = sum(
