@@ -3,10 +3,8 @@
 All variants train the same rank-8, α-16, all-linear LoRA of the same model on
 the same verified expert demonstrations (WebShop by default: long pages, so
 micro-batches of 4 reach the 1,024-token cap), for the same epochs,
-micro-batch size and LoRA dropout (the project's 0.05 unless ``--dropout``;
-figures before the ``ours-torch-dropout`` variant were measured at 0), from a
-model name to an adapter folder on disk (model load, tokenisation, training and
-saving are all timed). Each variant runs in its own
+micro-batch size and LoRA dropout (the project's 0.05 unless ``--dropout``), from a model name to an adapter folder on disk (model load,
+tokenisation, training and saving are all timed). Each variant runs in its own
 process, so its peak resident memory is its own.
 
 Variants:
@@ -134,12 +132,8 @@ def train_trl(chats, args, output: Path) -> dict:
         train_dataset=dataset,
         processing_class=AutoTokenizer.from_pretrained(path),
         peft_config=LoraConfig(
-            r=8,
-            lora_alpha=16,
-            lora_dropout=args.dropout,
-            target_modules="all-linear",
-            task_type="CAUSAL_LM",
-        ),
+            r=8, lora_alpha=16, target_modules="all-linear", task_type="CAUSAL_LM"
+        ),  # fmt: skip
     )
     trainer.train()
     trainer.save_model(str(output))

@@ -1,4 +1,4 @@
-"""LoRA input dropout that draws about one random number per dropped element.
+"""LoRA input dropout that draws one random number per dropped element.
 
 ``torch.nn.Dropout`` draws one random number per element. On CPU that draw is
 the slow part: in a LoRA SFT step of SmolLM2-135M (all linear layers, 778
