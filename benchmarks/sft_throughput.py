@@ -2,8 +2,8 @@
 
 All variants train the same rank-8, α-16, all-linear LoRA of the same model on
 the same verified expert demonstrations (WebShop by default: long pages, so
-micro-batches of 4 reach the 1,024-token cap), for the same epochs,
-micro-batch size and LoRA dropout (the project's 0.05 unless ``--dropout``), from a model name to an adapter folder on disk (model load,
+micro-batches of 4 reach the 1,024-token cap), for the same epochs and
+micro-batch size, from a model name to an adapter folder on disk (model load,
 tokenisation, training and saving are all timed). Each variant runs in its own
 process, so its peak resident memory is its own.
 
@@ -13,8 +13,6 @@ Variants:
   autocast where the CPU has bf16 units, fp32 elsewhere);
 - ``ours-fp32`` / ``ours-ckpt``: ours forced to fp32 / with gradient
   checkpointing (the memory-saving option);
-- ``ours-torch-dropout``: ours with PEFT's ``nn.Dropout`` on the LoRA input
-  (one random number per element) instead of ``evoflow.train.dropout``'s gaps;
 - ``today``: the loop of commit ``baseline.BASELINE`` (before this work), loaded
   from git — padded batches with an attention mask, one vocabulary-wide logits
   tensor for all labelled positions, fp32 on CPU;
@@ -30,7 +28,7 @@ micro-batch 4 × 1,024 tokens.
 
     python benchmarks/sft_throughput.py [--variants today ours ours-ckpt]
         [--env webshop] [--demos 8] [--epochs 1] [--batch-size 4]
-        [--max-length 1024] [--threads 1] [--dropout 0.05]
+        [--max-length 1024] [--threads 1]
 """
 
 from __future__ import annotations
@@ -47,7 +45,7 @@ import roofline
 import torch
 
 MODEL = "smollm2-135m-instruct"
-VARIANTS = ("today", "ours", "ours-fp32", "ours-ckpt", "ours-torch-dropout", "trl")
+VARIANTS = ("today", "ours", "ours-fp32", "ours-ckpt", "trl")
 HERE = Path(__file__).resolve()
 
 
@@ -66,7 +64,7 @@ def sft_config(args, **overrides):
     return SFTConfig(
         lora_r=8,
         lora_alpha=16,
-        lora_dropout=args.dropout,
+        lora_dropout=0.0,
         epochs=args.epochs,
         batch_size=args.batch_size,
         max_length=args.max_length,
@@ -84,13 +82,8 @@ def train(variant: str, args, output: Path) -> dict:
         return old.train_sft(chats, MODEL, output, sft_config(args), progress=False)
     if variant == "trl":
         return train_trl(chats, args, output)
-    if variant == "ours-torch-dropout":
-        import evoflow.train.sft_trainer as trainer
-
-        trainer.use_gap_dropout = lambda model: 0  # PEFT's nn.Dropout stays
     overrides = {
         "ours": {},
-        "ours-torch-dropout": {},
         "ours-fp32": {"precision": "float32"},
         "ours-ckpt": {"gradient_checkpointing": True},
     }[variant]
@@ -203,7 +196,7 @@ def run_variant(variant: str, args) -> dict:
 def forwarded(args) -> list[str]:
     return [f"--env={args.env}", f"--demos={args.demos}", f"--epochs={args.epochs}",
             f"--batch-size={args.batch_size}", f"--max-length={args.max_length}",
-            f"--threads={args.threads}", f"--dropout={args.dropout}"]  # fmt: skip
+            f"--threads={args.threads}"]  # fmt: skip
 
 
 def report(results: dict, work: dict, roof: dict, args) -> None:
@@ -220,9 +213,6 @@ def report(results: dict, work: dict, roof: dict, args) -> None:
             if name != "today":
                 ratio = results["today"]["seconds"] / r["seconds"]
                 print(f"speed {name} / today: {ratio:.2f}x (goal ≥ 2)")
-    if "ours-torch-dropout" in results and "ours" in results:
-        ratio = results["ours-torch-dropout"]["seconds"] / results["ours"]["seconds"]
-        print(f"speed ours / ours-torch-dropout: {ratio:.2f}x")
 
 
 def main() -> None:
@@ -235,7 +225,6 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=4)
     parser.add_argument("--max-length", type=int, default=1024)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--dropout", type=float, default=0.05)
     parser.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:

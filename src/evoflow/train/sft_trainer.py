@@ -11,10 +11,7 @@ the same data, and against a plain fp32 loop):
 - tokens after an episode's last labelled token (its closing observation) are
   never fed to the model;
 - on hardware with fast bf16 (``evoflow.precision``) the forward pass runs under
-  bf16 autocast while LoRA weights and AdamW state stay in fp32;
-- LoRA's input dropout draws the gaps between dropped elements, not one number
-  per element (``evoflow.train.dropout``: the same mask distribution, a fifth
-  less time per CPU step).
+  bf16 autocast while LoRA weights and AdamW state stay in fp32.
 
 Gradient accumulation averages over all labelled tokens of an optimizer step, so
 the loss does not depend on how a step is split into micro-batches.
@@ -38,7 +35,6 @@ from evoflow.policy.attention import attention_implementation
 from evoflow.policy.models import resolve_model
 from evoflow.precision import resolve_dtype
 from evoflow.seeding import py_random
-from evoflow.train.dropout import use_gap_dropout
 from evoflow.train.lm_loss import linear_cross_entropy
 from evoflow.train.sft_config import SFTConfig
 from evoflow.train.sft_data import IGNORE, Example, encode_within
@@ -186,7 +182,6 @@ def with_lora(base, config, init_adapter):
                 f"{init_adapter}: adapter has r={loaded.r}, alpha={loaded.lora_alpha} but "
                 f"training asks for r={config.lora_r}, alpha={config.lora_alpha}"
             )
-        use_gap_dropout(model)
         return model
     lora = LoraConfig(
         r=config.lora_r,
@@ -195,9 +190,7 @@ def with_lora(base, config, init_adapter):
         target_modules=config.target_modules,
         task_type="CAUSAL_LM",
     )
-    model = get_peft_model(base, lora)
-    use_gap_dropout(model)
-    return model
+    return get_peft_model(base, lora)
 
 
 def _encode_all(tokenizer, chats, max_length: int) -> tuple[list[Example], int, int]:

@@ -37,7 +37,6 @@ from evoflow.precision import resolve_dtype
 from evoflow.seeding import derive_seed
 from evoflow.store.schema import Episode
 from evoflow.store.shards import ShardMeta, write_shard
-from evoflow.train.dropout import lora_dropout_module
 from evoflow.train.rl import reference as rl_reference
 from evoflow.train.rl.config import RLConfig
 from evoflow.train.rl.data import collate, turn_sequences
@@ -181,7 +180,7 @@ def set_dropout(model, rate: float, frozen: str | None) -> None:
         if isinstance(drops, nn.ModuleDict):
             for name in list(drops.keys()):
                 p = 0.0 if name == frozen else rate
-                drops[name] = lora_dropout_module(p)
+                drops[name] = nn.Dropout(p) if p > 0 else nn.Identity()
                 drops[name].train(module.training)
     for name, adapter in model.peft_config.items():
         adapter.lora_dropout = 0.0 if name == frozen else rate
