@@ -3,11 +3,11 @@
 All variants train the same rank-8, α-16, all-linear LoRA of the same model on
 the same verified expert demonstrations (WebShop by default: long pages, so
 micro-batches of 4 reach the 1,024-token cap), for the same epochs,
-micro-batch size and LoRA dropout (the project's 0.05 unless ``--dropout``;
+micro-batch size and LoRA dropout (``SFTConfig``'s default unless ``--dropout``;
 figures before the flag existed were measured at 0), from a model name to an
 adapter folder on disk (model load, tokenisation, training and saving are all
-timed). Each variant runs in its own
-process, so its peak resident memory is its own.
+timed). Each variant runs in its own process, so its peak resident memory is its
+own.
 
 Variants:
 
@@ -45,6 +45,8 @@ from pathlib import Path
 
 import roofline
 import torch
+
+from evoflow.train.sft_config import SFTConfig
 
 MODEL = "smollm2-135m-instruct"
 VARIANTS = ("today", "ours", "ours-fp32", "ours-ckpt", "trl")
@@ -231,7 +233,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=4)
     parser.add_argument("--max-length", type=int, default=1024)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--dropout", type=float, default=0.05)
+    parser.add_argument("--dropout", type=float, default=SFTConfig.lora_dropout)
     parser.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
