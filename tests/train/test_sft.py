@@ -59,6 +59,48 @@ def test_turns_flagged_without_loss_are_not_learned(tokenizer):
     assert labelled_text(tokenizer, encode(tokenizer, chat)) == "Action: go<|im_end|>"
 
 
+def test_actions_only_turns_are_learned_from_their_action_tag_on(tokenizer):
+    # Set up: two sampled replies, one without an action
+    chat = [
+        {"role": "user", "content": "Task: open the door."},
+        {"role": "assistant", "content": "Thought: Timeout! Bring magic!\nAction: go"},
+        {"role": "user", "content": "You went."},
+        {"role": "assistant", "content": "Thought: nothing to do"},
+        {"role": "user", "content": "Invalid reply."},
+        {"role": "assistant", "content": "Thought: the door.\naction : open door"},
+    ]
+    flagged = [{**m, "actions_only": True} for m in chat]
+
+    # Execute
+    whole = labelled_text(tokenizer, encode(tokenizer, chat))
+    actions = labelled_text(tokenizer, encode(tokenizer, flagged))
+
+    # Assert: by hand, each reply from its tag (any case and spacing) to its
+    # end-of-turn marker; the reply without a tag teaches nothing
+    assert actions == "Action: go<|im_end|>action : open door<|im_end|>"
+    assert whole.startswith("Thought: Timeout! Bring magic!\nAction: go<|im_end|>")
+
+
+def test_explored_thoughts_off_masks_explored_chats_only(tokenizer, chats):
+    from evoflow.train.sft_trainer import _encode_all
+
+    # Execute: the same expert chat, once as a demonstration, once as explored
+    pairs = [(chats[0], False), (chats[0], True)]
+    demo, found = _encode_all(tokenizer, pairs, 4096, explored_thoughts=False)[0]
+    both = _encode_all(tokenizer, pairs, 4096)[0]
+
+    # Assert: the demonstration keeps its thoughts; the explored copy learns
+    # each reply's "Action: ..." line and end-of-turn marker alone
+    replies = [m["content"] for m in chats[0] if m["role"] == "assistant"]
+    assert labelled_text(tokenizer, demo) == "".join(r + "<|im_end|>" for r in replies)
+    assert labelled_text(tokenizer, found) == "".join(
+        r[r.index("Action:") :] + "<|im_end|>" for r in replies
+    )
+    assert labelled_text(tokenizer, both[1]) == labelled_text(tokenizer, demo)
+    assert "explored_thoughts" not in SFTConfig().to_dict()
+    assert SFTConfig(explored_thoughts=False).to_dict()["explored_thoughts"] is False
+
+
 SYSTEM = {"role": "system", "content": "Reach the goal.", "loss": False}
 TASK = {"role": "user", "content": "Task: go to 4. You are at 1.", "loss": False}
 

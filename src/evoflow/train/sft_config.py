@@ -46,6 +46,14 @@ class SFTConfig:
             "steps covers every episode)."
         },
     )
+    explored_thoughts: bool = field(
+        default=True,
+        metadata={
+            "help": "Learn the whole replies of explored episodes; False learns "
+            "each reply from its 'Action:' on, its sampled thought kept as "
+            "context only (expert demonstrations always learn both)."
+        },
+    )
     batch_size: int = field(default=4, metadata={"help": "Sequences per micro-batch."})
     grad_accum: int = field(
         default=1, metadata={"help": "Micro-batches per optimizer step."}
@@ -117,10 +125,13 @@ class SFTConfig:
 
     def to_dict(self) -> dict:
         """The settings; ``proximal_mu``, ``steps`` and ``explored_steps`` only
-        when set, so that runs without them keep the job parameters (and
-        caches) they had before they existed."""
+        when set and ``explored_thoughts`` only when off, so that runs without
+        them keep the job parameters (and caches) they had before they
+        existed."""
         settings = asdict(self)
         for name in ("proximal_mu", "steps", "explored_steps"):
             if not settings[name]:
                 del settings[name]
+        if settings["explored_thoughts"]:
+            del settings["explored_thoughts"]
         return settings

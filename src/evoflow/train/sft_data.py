@@ -11,12 +11,16 @@ template renders an empty ``<think>`` block only into the last assistant turn
 after the header in the full rendering rather than assumed to start where the
 generation prompt ends; the think block itself is never labelled. Whatever the
 template, the labelled tokens decode to exactly the assistant texts plus
-end-of-turn markers.
+end-of-turn markers. A turn flagged ``actions_only`` is learned from its
+``Action:`` tag on (its thought is context, not a target); one without the tag
+is not learned.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from evoflow.envs.formats import ACTION_TAG
 
 IGNORE = -100
 
@@ -49,11 +53,17 @@ def render(tokenizer, messages: list[dict], prompt: bool = False) -> str:
 def trained_spans(tokenizer, messages: list[dict]) -> tuple[str, list[tuple[int, int]]]:
     """The rendered chat and the character spans to learn."""
     text = render(tokenizer, messages)
-    spans = [
-        _turn_span(tokenizer, messages, k, text)
-        for k, message in enumerate(messages)
-        if is_trained(message)
-    ]
+    spans = []
+    for k, message in enumerate(messages):
+        if not is_trained(message):
+            continue
+        start, end = _turn_span(tokenizer, messages, k, text)
+        if message.get("actions_only"):
+            tag = ACTION_TAG.search(text, start, end)
+            if tag is None:
+                continue
+            start = tag.start()
+        spans.append((start, end))
     return text, spans
 
 

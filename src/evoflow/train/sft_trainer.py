@@ -84,7 +84,10 @@ def train_sft(
     tokenizer, peft_model = load_lora_model(model, config, init_adapter)
     flags = explored if explored is not None else [False] * len(chats)
     examples, cut, dropped = _encode_all(
-        tokenizer, list(zip(chats, flags, strict=True)), config.max_length
+        tokenizer,
+        list(zip(chats, flags, strict=True)),
+        config.max_length,
+        config.explored_thoughts,
     )
     if cut:
         log.info("train: %d episodes cut to %d tokens", cut, config.max_length)
@@ -193,10 +196,16 @@ def with_lora(base, config, init_adapter):
     return get_peft_model(base, lora)
 
 
-def _encode_all(tokenizer, chats, max_length: int) -> tuple[list[Example], int, int]:
-    """``chats``: (chat, explored) pairs; each kept example carries its flag."""
+def _encode_all(
+    tokenizer, chats, max_length: int, explored_thoughts: bool = True
+) -> tuple[list[Example], int, int]:
+    """``chats``: (chat, explored) pairs; each kept example carries its flag.
+    Without ``explored_thoughts`` an explored chat's replies are learned from
+    their actions on."""
     examples, cut, dropped = [], 0, 0
     for chat, explored in chats:
+        if explored and not explored_thoughts:
+            chat = [{**m, "actions_only": True} for m in chat]
         example = encode_within(tokenizer, chat, max_length)
         if example is None:
             dropped += 1
