@@ -60,14 +60,17 @@ def test_turns_flagged_without_loss_are_not_learned(tokenizer):
 
 
 def test_actions_only_turns_are_learned_from_their_action_tag_on(tokenizer):
-    # Set up: two sampled replies, one without an action
+    # Set up: four sampled replies: a tag on its own line, none, two (the ReAct
+    # parser refuses the reply), and one after the thought on the same line
     chat = [
         {"role": "user", "content": "Task: open the door."},
         {"role": "assistant", "content": "Thought: Timeout! Bring magic!\nAction: go"},
         {"role": "user", "content": "You went."},
         {"role": "assistant", "content": "Thought: nothing to do"},
         {"role": "user", "content": "Invalid reply."},
-        {"role": "assistant", "content": "Thought: the door.\naction : open door"},
+        {"role": "assistant", "content": "Thought: next action: left\nAction: left"},
+        {"role": "user", "content": "Invalid reply."},
+        {"role": "assistant", "content": "Thought: the door. action : open door"},
     ]
     flagged = [{**m, "actions_only": True} for m in chat]
 
@@ -75,9 +78,10 @@ def test_actions_only_turns_are_learned_from_their_action_tag_on(tokenizer):
     whole = labelled_text(tokenizer, encode(tokenizer, chat))
     actions = labelled_text(tokenizer, encode(tokenizer, flagged))
 
-    # Assert: by hand, each reply from its tag (any case and spacing) to its
-    # end-of-turn marker; the reply without a tag teaches nothing
-    assert actions == "Action: go<|im_end|>action : open door<|im_end|>"
+    # Assert: by hand, each reply from its one tag (any case and spacing, the
+    # space before it included) to its end-of-turn marker; the replies without
+    # one tag teach nothing
+    assert actions == "Action: go<|im_end|> action : open door<|im_end|>"
     assert whole.startswith("Thought: Timeout! Bring magic!\nAction: go<|im_end|>")
 
 
@@ -97,8 +101,29 @@ def test_explored_thoughts_off_masks_explored_chats_only(tokenizer, chats):
         r[r.index("Action:") :] + "<|im_end|>" for r in replies
     )
     assert labelled_text(tokenizer, both[1]) == labelled_text(tokenizer, demo)
-    assert "explored_thoughts" not in SFTConfig().to_dict()
-    assert SFTConfig(explored_thoughts=False).to_dict()["explored_thoughts"] is False
+
+
+def test_explored_thoughts_off_keeps_only_actions_in_a_cut_episode(tokenizer):
+    from evoflow.train.sft_trainer import _encode_all
+
+    # Set up: an explored episode of 5 thought-and-action replies, too long
+    replies = [f"Thought: I will leave {k}.\nAction: leave {k}" for k in range(1, 6)]
+    chat = [SYSTEM, TASK]
+    for k, reply in enumerate(replies, start=1):
+        chat += [{"role": "assistant", "content": reply},
+                 {"role": "user", "content": f"You are at {k + 1}.", "loss": False}]  # fmt: skip
+    limit = len(encode(tokenizer, chat).input_ids) - 10
+
+    # Execute
+    (example,), cut, dropped = _encode_all(tokenizer, [(chat, True)], limit, False)
+
+    # Assert: cut to its latest replies, of which only the actions are learned
+    kept = range(example.cut_turns + 1, 6)
+    assert cut == 1 and dropped == 0 and example.cut_turns >= 1
+    assert len(example.input_ids) <= limit
+    assert labelled_text(tokenizer, example) == "".join(
+        f"Action: leave {k}<|im_end|>" for k in kept
+    )
 
 
 SYSTEM = {"role": "system", "content": "Reach the goal.", "loss": False}
@@ -495,6 +520,12 @@ def test_a_buffer_trains_its_explored_episodes_on_their_own_budget(tmp_path):
     )
 
     # Assert: 3 steps over the demonstrations, then min(5, two passes over the
-    # one explored episode) = 2 more
+    # one explored episode) = 2 more; without its thoughts the explored episode
+    # (trained twice) teaches fewer tokens
     assert summary["optimizer_steps"] == 5
     assert summary["buffer_explored_successes"] == 1
+    actions = train_from_manifest(tmp_path / "b.json", "tiny-random-llama",
+                                  tmp_path / "c", {**sft, "explored_thoughts": False},
+                                  progress=False)  # fmt: skip
+    assert actions["optimizer_steps"] == 5
+    assert actions["trained_tokens"] < summary["trained_tokens"]

@@ -50,8 +50,9 @@ class SFTConfig:
         default=True,
         metadata={
             "help": "Learn the whole replies of explored episodes; False learns "
-            "each reply from its 'Action:' on, its sampled thought kept as "
-            "context only (expert demonstrations always learn both)."
+            "each ReAct reply from its one 'Action:' tag on, its sampled "
+            "thought kept as context only, and a reply without one tag not at "
+            "all (expert demonstrations always learn both)."
         },
     )
     batch_size: int = field(default=4, metadata={"help": "Sequences per micro-batch."})

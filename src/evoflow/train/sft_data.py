@@ -12,8 +12,8 @@ after the header in the full rendering rather than assumed to start where the
 generation prompt ends; the think block itself is never labelled. Whatever the
 template, the labelled tokens decode to exactly the assistant texts plus
 end-of-turn markers. A turn flagged ``actions_only`` is learned from its
-``Action:`` tag on (its thought is context, not a target); one without the tag
-is not learned.
+one ``Action:`` tag on (its thought is context, not a target); one without the
+tag, or with more than one (a reply the ReAct parser refuses), is not learned.
 """
 
 from __future__ import annotations
@@ -59,12 +59,24 @@ def trained_spans(tokenizer, messages: list[dict]) -> tuple[str, list[tuple[int,
             continue
         start, end = _turn_span(tokenizer, messages, k, text)
         if message.get("actions_only"):
-            tag = ACTION_TAG.search(text, start, end)
-            if tag is None:
+            start = _action_start(text, start, end)
+            if start is None:
                 continue
-            start = tag.start()
         spans.append((start, end))
     return text, spans
+
+
+def _action_start(text: str, start: int, end: int) -> int | None:
+    """Where the reply's one ``Action:`` tag starts, the blanks before it
+    included (tokenizers fold a space into the word after it); None when the
+    reply has no tag or more than one, as the ReAct parser reads it."""
+    tags = list(ACTION_TAG.finditer(text, start, end))
+    if len(tags) != 1:
+        return None
+    at = tags[0].start()
+    while at > start and text[at - 1] in " \t":
+        at -= 1
+    return at
 
 
 def _turn_span(tokenizer, messages: list[dict], k: int, text: str) -> tuple[int, int]:

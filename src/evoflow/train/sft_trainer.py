@@ -201,10 +201,11 @@ def _encode_all(
 ) -> tuple[list[Example], int, int]:
     """``chats``: (chat, explored) pairs; each kept example carries its flag.
     Without ``explored_thoughts`` an explored chat's replies are learned from
-    their actions on."""
-    examples, cut, dropped = [], 0, 0
+    their Action tag on; replies without one tag teach nothing."""
+    examples, cut, dropped, untagged = [], 0, 0, 0
     for chat, explored in chats:
-        if explored and not explored_thoughts:
+        actions_only = explored and not explored_thoughts
+        if actions_only:
             chat = [{**m, "actions_only": True} for m in chat]
         example = encode_within(tokenizer, chat, max_length)
         if example is None:
@@ -212,6 +213,14 @@ def _encode_all(
         elif example.trained_tokens:
             cut += example.cut_turns > 0
             examples.append(replace(_trim(example), explored=explored))
+        else:
+            untagged += actions_only
+    if untagged:
+        log.warning(
+            "train: %d explored episodes are not trained: explored_thoughts is "
+            "off and none of their replies has one 'Action:' tag",
+            untagged,
+        )
     return examples, cut, dropped
 
 
