@@ -103,6 +103,24 @@ def test_explored_thoughts_off_masks_explored_chats_only(tokenizer, chats):
     assert labelled_text(tokenizer, both[1]) == labelled_text(tokenizer, demo)
 
 
+SYSTEM = {"role": "system", "content": "Reach the goal.", "loss": False}
+TASK = {"role": "user", "content": "Task: go to 4. You are at 1.", "loss": False}
+
+
+def turn(position: int) -> list[dict]:
+    """One observation and the reply that answers it."""
+    return [
+        {"role": "user", "content": f"You are at {position}.", "loss": False},
+        {"role": "assistant", "content": f"Action: leave {position}", "loss": True},
+    ]
+
+
+def long_chat() -> list[dict]:
+    first = {"role": "assistant", "content": "Action: leave 1", "loss": True}
+    closing = {"role": "user", "content": "You reached 4.", "loss": False}
+    return [SYSTEM, TASK, first, *turn(2), *turn(3), closing]
+
+
 def test_explored_thoughts_off_keeps_only_actions_in_a_cut_episode(tokenizer):
     from evoflow.train.sft_trainer import _encode_all
 
@@ -124,24 +142,6 @@ def test_explored_thoughts_off_keeps_only_actions_in_a_cut_episode(tokenizer):
     assert labelled_text(tokenizer, example) == "".join(
         f"Action: leave {k}<|im_end|>" for k in kept
     )
-
-
-SYSTEM = {"role": "system", "content": "Reach the goal.", "loss": False}
-TASK = {"role": "user", "content": "Task: go to 4. You are at 1.", "loss": False}
-
-
-def turn(position: int) -> list[dict]:
-    """One observation and the reply that answers it."""
-    return [
-        {"role": "user", "content": f"You are at {position}.", "loss": False},
-        {"role": "assistant", "content": f"Action: leave {position}", "loss": True},
-    ]
-
-
-def long_chat() -> list[dict]:
-    first = {"role": "assistant", "content": "Action: leave 1", "loss": True}
-    closing = {"role": "user", "content": "You reached 4.", "loss": False}
-    return [SYSTEM, TASK, first, *turn(2), *turn(3), closing]
 
 
 def chat_ids(tokenizer, messages: list[dict]) -> list[int]:
