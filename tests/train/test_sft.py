@@ -101,6 +101,8 @@ def test_explored_thoughts_off_masks_explored_chats_only(tokenizer, chats):
         r[r.index("Action:") :] + "<|im_end|>" for r in replies
     )
     assert labelled_text(tokenizer, both[1]) == labelled_text(tokenizer, demo)
+    assert "explored_thoughts" not in SFTConfig().to_dict()
+    assert SFTConfig(explored_thoughts=False).to_dict()["explored_thoughts"] is False
 
 
 SYSTEM = {"role": "system", "content": "Reach the goal.", "loss": False}
