@@ -1,0 +1,39 @@
+"""Statistics of the project's reports: rates, intervals, paired comparisons.
+
+This package is the only place where the project computes statistics; reports
+and tables call it and never compute an interval or a p-value themselves. Every
+function is pure: it takes plain mappings of task results, returns a frozen
+dataclass, and draws any random resample from a ``numpy.random.Generator``
+seeded by its ``seed`` argument (never the global random state).
+
+A task result is keyed ``(env, task_id)`` and valued in [0, 1]: 0/1 for one
+episode, the fraction won where a task was played several times. Pooled success
+weights every test task of every env equally, and bootstrap intervals resample
+tasks within their env, so each env keeps its share of the pool.
+
+- ``proportion``: k of n with its Wilson score interval.
+- ``task_mean``: mean of fractional task values, stratified bootstrap interval.
+- ``paired_difference``: A minus B over shared tasks; stratified bootstrap
+  interval, exact McNemar or sign-flip permutation p-value.
+- ``pooled_over_runs`` / ``paired_over_runs``: the same over several runs
+  (seeds), with a two-stage bootstrap (runs, then tasks within env) and, for
+  the paired case, a one-sample t-test of the per-run differences.
+"""
+
+from __future__ import annotations
+
+from evoflow.stats.paired import PairedDifference, paired_difference
+from evoflow.stats.proportion import Estimate, Proportion, proportion, task_mean
+from evoflow.stats.runs import RunEstimate, paired_over_runs, pooled_over_runs
+
+__all__ = [
+    "Estimate",
+    "PairedDifference",
+    "Proportion",
+    "RunEstimate",
+    "paired_difference",
+    "paired_over_runs",
+    "pooled_over_runs",
+    "proportion",
+    "task_mean",
+]

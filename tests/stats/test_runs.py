@@ -1,0 +1,200 @@
+"""Pooling runs: the two-stage bootstrap and the t-test, against enumerations."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+
+import pytest
+
+from evoflow.stats import RunEstimate, paired_over_runs, pooled_over_runs
+
+
+def run(env_values: dict[str, list[float]]) -> dict:
+    """Task key (env, i) -> value, one run."""
+    return {(env, i): v for env, vals in env_values.items() for i, v in enumerate(vals)}
+
+
+def exact_quantile(outcomes: list[float], q: float) -> float:
+    """The q-quantile of equally likely ``outcomes``, away from any jump.
+
+    Asserts that q does not sit (within 3 %) on a step of the distribution
+    function, where a finite bootstrap could land on either side.
+    """
+    distinct = sorted({round(v, 12) for v in outcomes})
+    cdf = [sum(round(o, 12) <= v for o in outcomes) / len(outcomes) for v in distinct]
+    assert all(abs(c - q) > 0.03 for c in cdf)
+    return next(v for v, c in zip(distinct, cdf, strict=True) if c >= q)
+
+
+def test_runs_constant_within_match_the_enumerated_run_resampling():
+    # Prepare: within each run every task has the same value, so only the draw
+    # of runs moves the mean. Three runs at 0.2, 0.5, 0.9: the 27 equally
+    # likely ordered draws give means whose 10 % and 90 % quantiles are
+    # 0.3 (0.2, 0.2, 0.5) and 0.7667 (0.5, 0.9, 0.9).
+    values = [0.2, 0.5, 0.9]
+    runs = [run({"maze": [v] * 4, "babyai": [v] * 2}) for v in values]
+    means = [sum(draw) / 3 for draw in itertools.product(values, repeat=3)]
+
+    # Execute
+    result = pooled_over_runs(runs, level=0.8, draws=2000, seed=4)
+
+    # Assert
+    assert isinstance(result, RunEstimate)
+    assert result.runs == 3
+    assert result.per_run == pytest.approx((0.2, 0.5, 0.9))
+    assert result.mean == pytest.approx(1.6 / 3)
+    assert result.low == pytest.approx(exact_quantile(means, 0.1))
+    assert result.high == pytest.approx(exact_quantile(means, 0.9))
+    assert (result.low, result.high) == pytest.approx((0.3, 2.3 / 3))
+    assert (result.p_value, result.test) == (None, None)
+
+
+def test_two_constant_runs_match_their_enumeration():
+    # Prepare: two runs at 0.25 and 0.75; draws (a, a), (a, b), (b, a), (b, b)
+    values = [0.25, 0.75]
+    runs = [run({"maze": [v] * 3}) for v in values]
+    means = [sum(draw) / 2 for draw in itertools.product(values, repeat=2)]
+
+    # Execute
+    result = pooled_over_runs(runs, level=0.8, draws=2000, seed=0)
+
+    # Assert
+    assert (result.low, result.high) == pytest.approx(
+        (exact_quantile(means, 0.1), exact_quantile(means, 0.9))
+    )
+    assert (result.low, result.high) == pytest.approx((0.25, 0.75))
+
+
+def test_one_run_still_works_with_the_task_resampling_only():
+    # Prepare: maze always sums to 4 of 4, babyai's {0, 1} to 0, 1 or 2
+    # (mass 1/4, 1/2, 1/4): the pooled mean over 6 tasks spans 4/6 .. 1.
+    only = run({"maze": [1, 1, 1, 1], "babyai": [0, 1]})
+
+    # Execute
+    result = pooled_over_runs([only], draws=2000, seed=2)
+
+    # Assert
+    assert (result.runs, result.per_run) == (1, (5 / 6,))
+    assert result.mean == pytest.approx(5 / 6)
+    assert (result.low, result.high) == pytest.approx((4 / 6, 1.0))
+
+
+def test_runs_may_hold_different_tasks_and_each_run_counts_once():
+    # Prepare: run 0 wins 3 of 4 maze tasks, run 1 none of 2 babyai tasks.
+    # The mean over runs is (0.75 + 0) / 2, not the pooled 3 / 6.
+    runs = [run({"maze": [1, 1, 1, 0]}), run({"babyai": [0, 0]})]
+
+    # Execute
+    result = pooled_over_runs(runs, draws=2000)
+
+    # Assert
+    assert result.per_run == (0.75, 0.0)
+    assert result.mean == pytest.approx(0.375)
+    assert 0.0 <= result.low < result.mean < result.high <= 1.0
+
+
+def test_identical_constant_runs_give_zero_width_without_warning():
+    # Prepare
+    runs = [run({"maze": [0.3] * 3, "babyai": [0.3]}) for _ in range(3)]
+
+    # Execute
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pooled = pooled_over_runs(runs, draws=2000)
+        paired = paired_over_runs(runs, runs, draws=2000)
+
+    # Assert
+    assert pooled.low == pooled.high == pooled.mean == pytest.approx(0.3)
+    assert paired.low == paired.high == paired.mean == 0.0
+    assert (paired.p_value, paired.test) == (None, None)
+
+
+def test_paired_t_test_of_per_run_differences_matches_the_t2_distribution():
+    # Prepare: per-run differences 0.1, 0.2, 0.3 (A wins 1, 2, 3 of 10 tasks
+    # more than B). t = 0.2 / (0.1 / sqrt 3) = 2 sqrt 3 on 2 degrees of
+    # freedom, whose two-sided p is 1 - t / sqrt(2 + t^2).
+    runs_b = [run({"maze": [0] * 10}) for _ in range(3)]
+    runs_a = [run({"maze": [1] * (i + 1) + [0] * (9 - i)}) for i in range(3)]
+    t = 2 * math.sqrt(3)
+
+    # Execute
+    result = paired_over_runs(runs_a, runs_b, draws=2000)
+
+    # Assert
+    assert result.per_run == pytest.approx((0.1, 0.2, 0.3))
+    assert result.mean == pytest.approx(0.2)
+    assert result.test == "one-sample t-test"
+    assert result.p_value == pytest.approx(1 - t / math.sqrt(2 + t**2))
+    assert result.low < result.mean < result.high
+
+
+def test_paired_over_runs_pairs_run_i_with_run_i_over_shared_tasks():
+    # Prepare: run 0 shares maze 0..1 (A 1, 1 vs B 0, 1); run 1 shares maze 0
+    runs_a = [run({"maze": [1, 1, 1]}), run({"maze": [0]})]
+    runs_b = [run({"maze": [0, 1]}), run({"maze": [1, 0, 0]})]
+
+    # Execute
+    result = paired_over_runs(runs_a, runs_b, draws=2000)
+
+    # Assert
+    assert result.per_run == (0.5, -1.0)
+    assert result.mean == pytest.approx(-0.25)
+    assert result.runs == 2 and result.p_value is not None
+
+
+def test_one_paired_run_has_no_p_value():
+    # Prepare: babyai differs by 0 and +1, maze by +1 on 4 tasks
+    a = run({"maze": [1, 1, 1, 1], "babyai": [1, 1]})
+    b = run({"maze": [0, 0, 0, 0], "babyai": [1, 0]})
+
+    # Execute
+    result = paired_over_runs([a], [b], draws=2000)
+
+    # Assert: the interval is the task resampling alone (4/6 .. 1)
+    assert (result.runs, result.p_value, result.test) == (1, None, None)
+    assert (result.low, result.high) == pytest.approx((4 / 6, 1.0))
+
+
+def test_two_stage_bootstrap_is_reproducible_by_seed():
+    # Prepare
+    runs = [run({"maze": [(i * k) % 3 / 2 for i in range(12)]}) for k in (1, 2, 5)]
+
+    # Execute
+    first = pooled_over_runs(runs, draws=2000, seed=9)
+    again = pooled_over_runs(runs, draws=2000, seed=9)
+    other = pooled_over_runs(runs, draws=2000, seed=10)
+
+    # Assert
+    assert first == again
+    assert (first.low, first.high) != (other.low, other.high)
+    assert (first.low, first.high) == pytest.approx((other.low, other.high), abs=0.05)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: pooled_over_runs([]), "no runs"),
+        (lambda: pooled_over_runs([{}]), "run 0\\): no tasks"),
+        (lambda: pooled_over_runs({("maze", 0): 1}), "sequence of mappings"),
+        (lambda: pooled_over_runs([run({"maze": [2]})]), "\\[0, 1\\], got 2.0"),
+        (lambda: pooled_over_runs([run({"maze": [1]})], level=0), "level must lie"),
+        (
+            lambda: paired_over_runs([run({"maze": [1]})], []),
+            "paired_over_runs \\(B\\): no runs",
+        ),
+        (
+            lambda: paired_over_runs([run({"maze": [1]})] * 2, [run({"maze": [1]})]),
+            "A has 2 runs and B 1",
+        ),
+        (
+            lambda: paired_over_runs([run({"maze": [1]})], [run({"babyai": [1]})]),
+            "run 0\\): A and B share no test task",
+        ),
+    ],
+)
+def test_runs_reject_bad_input_naming_it(call, message):
+    # Execute / Assert
+    with pytest.raises(ValueError, match=message):
+        call()
