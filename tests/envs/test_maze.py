@@ -63,17 +63,19 @@ def test_test_split_is_agentgym_double_t():
     )
 
 
-def test_train_tasks_never_repeat_a_test_task():
+def test_train_and_validation_tasks_never_repeat_a_test_task():
     env = make_env("maze")
-    test = {
-        (layout_for(i).grid, layout_for(i).goal, layout_for(i).start)
-        for i in env.task_ids("test")
-    }
-    train = env.task_ids("train")
-    assert len(train) > 1000
-    assert not test & {
-        (layout_for(i).grid, layout_for(i).goal, layout_for(i).start) for i in train
-    }
+
+    def tasks(split):
+        return {
+            (layout_for(i).grid, layout_for(i).goal, layout_for(i).start)
+            for i in env.task_ids(split)
+        }
+
+    test, train, validation = tasks("test"), tasks("train"), tasks("validation")
+    assert len(train) == 885 and len(validation) == 200
+    assert not test & train and not test & validation and not train & validation
+    assert {grid for grid, _, _ in validation} == {DOUBLE_T}
 
 
 def test_expert_takes_shortest_paths():

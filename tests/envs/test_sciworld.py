@@ -42,12 +42,15 @@ def test_ids_follow_agentgyms_game_list():
 
 def test_splits_use_scienceworlds_own_variation_split():
     env = make_env("sciworld")
-    test = env.task_ids("test")
+    test, validation = env.task_ids("test"), env.task_ids("validation")
     with POOL.leased() as simulator:
-        held_out = {name: set(simulator.variations(name)["test"])
+        held_out = {name: simulator.variations(name)
                     for name in {game_for(i)[0] for i in test}}  # fmt: skip
-    assert all(game_for(i)[1] in held_out[game_for(i)[0]] for i in test)
+    assert all(game_for(i)[1] in held_out[game_for(i)[0]]["test"] for i in test)
+    assert all(game_for(i)[1] in held_out[game_for(i)[0]]["dev"] for i in validation)
     assert {SciWorldEnv.stratum(i) for i in test} == {n for n, _ in games()}
+    assert {SciWorldEnv.stratum(i) for i in validation} == {n for n, _ in games()}
+    assert len(test) == len(validation) == 200
 
 
 def test_expert_scores_100_and_the_episode_reward_is_score_over_100():

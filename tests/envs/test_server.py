@@ -33,7 +33,7 @@ def test_v1_protocol_round_trip(maze):
     assert (
         info["env"] == "maze"
         and info["max_turns"] == 15
-        and info["splits"]["test"] == 25
+        and info["splits"] == {"train": 885, "validation": 200, "test": 25}
     )
     assert first["observation"] == expert.first_observation
     assert [s["observation"] for s in steps] == [
@@ -53,6 +53,8 @@ def test_v1_protocol_round_trip(maze):
         "0",
         "1",
     ]
+    validation = maze.get("/v1/tasks", params={"split": "validation"}).json()
+    assert validation["task_ids"] == make_env("maze").task_ids("validation")
     assert maze.delete(f"/v1/sessions/{sid}").status_code == 204
     assert maze.get(f"/v1/sessions/{sid}/observation").status_code == 404
 

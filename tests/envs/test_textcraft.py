@@ -174,18 +174,24 @@ def test_test_split_covers_depths_and_never_shares_a_goal_with_train():
     env = make_env("textcraft")
     listed = goals()
     test, train = env.task_ids("test"), env.task_ids("train")
+    validation = env.task_ids("validation")
 
     depths = Counter(listed[int(i) % GOALS].depth for i in test)
+    held_out = Counter(listed[int(i) % GOALS].depth for i in validation)
     test_goals = {int(i) % GOALS for i in test}
+    validation_goals = {int(i) % GOALS for i in validation}
     train_goals = {int(i) % GOALS for i in train}
 
-    # AgentGym-RL's test set: 31 / 41 / 25 / 3 tasks of depth 1 / 2 / 3 / 4.
+    # AgentGym-RL's test set: 31 / 41 / 25 / 3 tasks of depth 1 / 2 / 3 / 4;
+    # validation: that mix scaled to 40 of depth 1, at variant 0.
     assert len(listed) == GOALS
     assert depths == {1: 31, 2: 41, 3: 25, 4: 3}
-    assert all(int(i) < GOALS for i in test)
-    assert len(test_goals) == 100
+    assert held_out == {1: 40, 2: 53, 3: 32, 4: 4}
+    assert all(int(i) < GOALS for i in test + validation)
+    assert len(test_goals) == 100 and len(validation_goals) == 129
     assert not test_goals & train_goals
-    assert len(train) == 2 * len(train_goals) == 2 * (len(listed) - 100)
+    assert not validation_goals & (test_goals | train_goals)
+    assert len(train) == 2 * len(train_goals) == 2 * (len(listed) - 100 - 129)
 
 
 def test_distractor_variants_change_only_the_distractors():

@@ -6,6 +6,7 @@ other environments (and the HTTP client) should not pay for.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +18,7 @@ from evoflow.envs.base import (
     TextEnv,
     Trajectory,
     Turn,
+    load_splits,
     play_expert,
     replay,
 )
@@ -119,9 +121,28 @@ def split_ids(
     )
 
 
+@functools.cache
+def known_strata(name: str) -> frozenset[str]:
+    """Every stratum and subset name of an in-process env's tasks (all splits)."""
+    cls = env_class(name)
+    ids = [t for split_ids_ in load_splits(name).values() for t in split_ids_]
+    return frozenset({cls.stratum(t) for t in ids} | {cls.subset(t) for t in ids})
+
+
+def check_strata(name: str, strata: list[str], where: str) -> None:
+    """Refuse a stratum name the env does not have (a typo would otherwise be
+    dropped without a word, or fail a job later)."""
+    unknown = [s for s in strata if s not in known_strata(name)]
+    if unknown:
+        raise ValueError(f"{where}: {name} has no stratum {', '.join(map(repr, unknown))}; "
+                         f"its strata are {sorted(known_strata(name))}")  # fmt: skip
+
+
 def in_strata(name: str, ids: list[str], strata: list[str], where: str) -> list[str]:
     """The tasks of ``ids`` whose stratum or subset (``TextEnv.stratum``,
-    ``TextEnv.subset``) is one of ``strata``; an error names the known ones."""
+    ``TextEnv.subset``) is one of ``strata``; an error names the known ones,
+    for an unknown name as for a selection without tasks."""
+    check_strata(name, strata, where)
     cls, wanted = env_class(name), set(strata)
     kept = [t for t in ids if {cls.stratum(t), cls.subset(t)} & wanted]
     if not kept:
@@ -143,7 +164,9 @@ __all__ = [
     "Turn",
     "env_class",
     "env_factory",
+    "check_strata",
     "in_strata",
+    "known_strata",
     "split_ids",
     "make_env",
     "play_expert",

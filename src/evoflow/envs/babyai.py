@@ -8,7 +8,10 @@ AgentGym's ``data_idx``: id ``i`` is level ``LEVELS[i % 40]`` of
 ``babyai_<i>`` is the same task: every level is built as AgentGym's minigrid < 2.5
 builds it, ``GoToObjS6`` included, whose ``v0`` has a room of size 4). Ids
 ``0``-``89`` form the test split (every level at least twice), ``90``-``889`` the
-training split.
+training split and ``890``-``1049`` the validation split: four ids of every
+level (44 in the goto family), whose minigrid seeds (22-26) follow the last
+seed the training split plays of that level. A task is its (level, seed) pair
+(``content_key``), which no two ids share.
 
 Observation
 -----------
@@ -95,6 +98,7 @@ from evoflow.envs.base import EnvError, Step, TextEnv
 
 TEST_COUNT = 90
 TRAIN_COUNT = 800
+VALIDATION_COUNT = 160  # four seeds of every level, after the training ids
 # AgentGym shows sequenced missions with both connectives replaced by "and".
 GOAL_REWRITES = (("then", "and"), ("after you", "and"))
 
@@ -136,11 +140,19 @@ class BabyAIEnv(TextEnv):
         return level_for(task_id)[0]
 
     @classmethod
+    def content_key(cls, task_id: str) -> str:
+        """The level and its minigrid seed (``GoToRedBall/seed 3``)."""
+        level, seed = level_for(task_id)
+        return f"{level}/seed {seed}"
+
+    @classmethod
     def build_splits(cls) -> dict[str, list[str]]:
-        train = range(TEST_COUNT, TEST_COUNT + TRAIN_COUNT)
+        train_end = TEST_COUNT + TRAIN_COUNT
+        validation = range(train_end, train_end + VALIDATION_COUNT)
         return {
             "test": [str(i) for i in range(TEST_COUNT)],
-            "train": [str(i) for i in train],
+            "train": [str(i) for i in range(TEST_COUNT, train_end)],
+            "validation": [str(i) for i in validation],
         }
 
     def _reset(self, task_id: str) -> str:

@@ -2,7 +2,7 @@
 
 The same 40 levels, task ids and splits as ``evoflow.envs.babyai``, but every
 observation, action name and reward is what AgentGym's BabyAI server (commit
-3ef9235, minigrid 2.3) answers, byte for byte; ``docs/agentgym-dialect.md``
+3ef9235, minigrid 2.3) answers, byte for byte; ``docs/reference/environments.md``
 lists every difference from our default dialect. The rules, restated from
 observing that server:
 

@@ -25,7 +25,7 @@ from evoflow.envs.formats import reply_format
 from evoflow.provenance import REPO_ROOT
 
 SPLITS_DIR = REPO_ROOT / "data" / "splits"
-SPLITS = ("train", "test")
+SPLITS = ("train", "validation", "test")
 
 REPLY_FORMAT = reply_format("react").instructions  # the default format's words
 
@@ -99,9 +99,19 @@ class TextEnv(ABC):
         return cls.stratum(task_id)
 
     @classmethod
+    def content_key(cls, task_id: str) -> str:
+        """What a task is in substance, so that two ids of one task are caught.
+
+        The default is the id itself; an env where two ids can play the same
+        game (TextCraft's distractor variants of one goal, WebShop's repeated
+        instructions) overrides it. No two splits may share a key."""
+        return str(task_id)
+
+    @classmethod
     @abstractmethod
     def build_splits(cls) -> dict[str, list[str]]:
-        """Deterministically list the task ids of every split (train ∩ test = ∅)."""
+        """Deterministically list the task ids of every split in ``SPLITS``
+        (train, validation, test), pairwise disjoint by id and ``content_key``."""
 
     # --- playing -----------------------------------------------------------
 

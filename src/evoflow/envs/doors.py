@@ -11,7 +11,7 @@ at temperature 1.0, names the right door in about a quarter of its replies
 (most of the rest name none), greedily in three quarters.
 
 Task ``i`` shows sign ``i mod 4``; the test split is ids 0–19, training ids
-100–299.
+100–299, validation ids 300–339 (ten of each sign).
 
 Observation
 -----------
@@ -39,6 +39,7 @@ SIGNS = ("an arrow pointing left", "an arrow pointing right",
 DOOR = re.compile(r"\b(left|right)\b", re.IGNORECASE)
 TEST = range(0, 20)
 TRAIN = range(100, 300)
+VALIDATION = range(300, 340)
 
 
 class DoorsEnv(TextEnv):
@@ -53,7 +54,11 @@ class DoorsEnv(TextEnv):
 
     @classmethod
     def build_splits(cls) -> dict[str, list[str]]:
-        return {"train": [str(i) for i in TRAIN], "test": [str(i) for i in TEST]}
+        return {
+            "train": [str(i) for i in TRAIN],
+            "validation": [str(i) for i in VALIDATION],
+            "test": [str(i) for i in TEST],
+        }
 
     @classmethod
     def stratum(cls, task_id: str) -> str:
@@ -87,6 +92,6 @@ def sign_of(task_id: str) -> str:
         index = int(task_id)
     except ValueError:
         raise TaskError(f"doors: task id {task_id!r} is not an integer") from None
-    if index not in TEST and index not in TRAIN:
+    if index not in TEST and index not in TRAIN and index not in VALIDATION:
         raise TaskError(f"doors: no task with id {task_id!r}")
     return SIGNS[index % len(SIGNS)]

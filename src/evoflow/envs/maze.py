@@ -4,9 +4,15 @@ Description
 -----------
 The test split is LMRL-Gym's "double T" maze (10 × 13, goal at row 8, column 6)
 from the 25 start positions AgentGym evaluates, in AgentGym's order, so task id
-``i`` of the test split is AgentGym's game ``i``. Training tasks never reuse a test
-(goal, start) pair: ids 100… put the goal of the double-T maze elsewhere, ids
-10000… are procedurally carved mazes with loops.
+``i`` of the test split is AgentGym's game ``i``. Those 25 are every start of
+the test goal, so no other double-T task can share it: ids 100… put the goal of
+the double-T maze elsewhere (every start within 15 moves), ids 10000… are
+procedurally carved mazes with loops. The validation split is 200 of the ids
+100…, drawn with a fixed seed per distance band (``stratum``): 40 / 64 / 96 of
+distance 1-4 / 5-8 / 9-15, eight times the test split's 5 / 8 / 12, so it is
+double-T play like the test split. The training split is the other 385 of them
+and the 500 carved mazes. A task is its (layout, goal, start) (``content_key``);
+no two splits share one.
 
 Observation
 -----------
@@ -29,12 +35,13 @@ Reward 1 and success on reaching the goal; the default turn cap is 15.
 
 from __future__ import annotations
 
+import hashlib
 from collections import deque
 from dataclasses import dataclass
 from functools import cache
 
 from evoflow.envs.base import Step, TaskError, TextEnv
-from evoflow.seeding import py_random
+from evoflow.seeding import choose, py_random
 
 DOUBLE_T = (
     "1111111111111",
@@ -177,6 +184,9 @@ def layout_for(task_id: str) -> Layout:
 
 
 DISTANCE_BANDS = ((1, 4), (5, 8), (9, MAX_TURNS))
+# Double-T tasks of ids 100… held out for validation, per distance band: eight
+# times the test split's 5 / 8 / 12.
+VALIDATION_PER_BAND = {"distance 1-4": 40, "distance 5-8": 64, "distance 9-15": 96}
 
 
 def distance_band(moves: int) -> str:
@@ -211,12 +221,34 @@ class MazeEnv(TextEnv):
         return distance_band(len(_path(task_id)))
 
     @classmethod
+    def content_key(cls, task_id: str) -> str:
+        """Layout, goal and start (``double-T goal 8,6 start 1,1``; other layouts
+        are named by a digest of their wall grid)."""
+        layout = layout_for(task_id)
+        if layout.grid == DOUBLE_T:
+            grid = "double-T"
+        else:
+            text = "\n".join(layout.grid).encode()
+            grid = f"grid {hashlib.sha256(text).hexdigest()[:16]}"
+        (gr, gc), (sr, sc) = layout.goal, layout.start
+        return f"{grid} goal {gr},{gc} start {sr},{sc}"
+
+    @classmethod
     def build_splits(cls) -> dict[str, list[str]]:
-        train = [
+        double_t = [
             str(DOUBLE_T_TRAIN_BASE + i) for i in range(len(double_t_train_tasks()))
         ]
+        held_out: set[str] = set()
+        for band, quota in VALIDATION_PER_BAND.items():
+            in_band = [t for t in double_t if cls.stratum(t) == band]
+            held_out.update(choose(in_band, quota, "maze", "validation", band))
+        train = [t for t in double_t if t not in held_out]
         train += [str(GENERATED_BASE + i) for i in range(GENERATED_COUNT)]
-        return {"test": [str(i) for i in range(len(TEST_STARTS))], "train": train}
+        return {
+            "test": [str(i) for i in range(len(TEST_STARTS))],
+            "train": train,
+            "validation": [t for t in double_t if t in held_out],
+        }
 
     def _reset(self, task_id: str) -> str:
         self._layout = layout_for(task_id)

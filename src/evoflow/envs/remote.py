@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from evoflow.envs.base import EnvError, Step, TaskError, TextEnv
+from evoflow.envs.base import SPLITS, EnvError, Step, TaskError, TextEnv
 
 log = logging.getLogger(__name__)
 
@@ -122,10 +122,15 @@ class RemoteEnv(TextEnv):
         raise NotImplementedError("a remote environment's splits live on its server")
 
     def task_ids(self, split: str) -> list[str]:
+        """A split's ids as our server lists them (``GET /v1/tasks``); AgentGym
+        servers list none, so their ids come from the config."""
+        if split not in SPLITS:
+            raise ValueError(f"split {split!r} is not one of {', '.join(SPLITS)}")
         if self.protocol == "agentgym":
             raise EnvError(
-                f"{self.url}: AgentGym servers do not list tasks; give task ids "
-                "(AgentEval item indices) in the config"
+                f"{self.url}: AgentGym servers do not list tasks; set "
+                f"envs.{self.name}.remote.{split}_ids in the config to the "
+                f"{split} task ids (AgentEval item indices)"
             )
         return self._call("GET", "/v1/tasks", params={"split": split}, repeatable=True)[
             "task_ids"

@@ -19,8 +19,10 @@ Splits: AgentGym's AgentEval ids are a hub dataset, not reachable offline, so
 the splits follow ScienceWorld's own variation splits. The training split is
 every training variation of the 23 tasks (2,312 ids; AgentGym's SciWorld has
 2,320 instructions); the test split is 200 of the simulator's test variations,
-one of each task and the other 177 stratified by task, with a fixed seed. To
-evaluate on AgentEval's ids, serve the env and give them as
+one of each task and the other 177 stratified by task, with a fixed seed; the
+validation split is 200 of its dev variations (1,156 in all), drawn the same
+way with another seed. A task is its (task, variation) pair (``content_key``),
+one per id. To evaluate on AgentEval's ids, serve the env and give them as
 ``envs.sciworld.remote.test_ids`` (``protocol: agentgym``).
 
 Observation
@@ -59,6 +61,7 @@ from evoflow.seeding import choose, choose_stratified
 
 AGENTGYM_EXCLUDED = frozenset({"5-1", "5-2", "9-1", "9-2", "9-3", "10-1", "10-2"})
 TEST_SIZE = 200
+VALIDATION_SIZE = 200
 INVALID = "No known action matches that input."
 
 ACTIONS = (
@@ -136,8 +139,15 @@ class SciWorldEnv(TextEnv):
         return game_for(task_id)[0]
 
     @classmethod
+    def content_key(cls, task_id: str) -> str:
+        """The ScienceWorld task and variation (``boil/variation 3``)."""
+        name, variation = game_for(task_id)
+        return f"{name}/variation {variation}"
+
+    @classmethod
     def build_splits(cls) -> dict[str, list[str]]:
-        train, test_pool, first = [], [], []
+        train = []
+        held: dict[str, dict[str, list[str]]] = {"test": {}, "dev": {}}
         games()  # lists the ids before the simulator below is taken
         with POOL.leased() as simulator:
             for task_id, name in simulator.task_names().items():
@@ -145,15 +155,28 @@ class SciWorldEnv(TextEnv):
                     continue
                 variations = simulator.variations(name)
                 train += [task_id_for(name, v) for v in variations["train"]]
-                ids = [task_id_for(name, v) for v in variations["test"]]
-                one = choose(ids, 1, "sciworld", "test", name)
-                first += one
-                test_pool += [i for i in ids if i not in one]
+                for kind, by_task in held.items():
+                    by_task[name] = [task_id_for(name, v) for v in variations[kind]]
+        return {
+            "test": cls._held_out(held["test"], TEST_SIZE, "test"),
+            "train": sorted(train, key=int),
+            "validation": cls._held_out(held["dev"], VALIDATION_SIZE, "validation"),
+        }
+
+    @classmethod
+    def _held_out(
+        cls, by_task: dict[str, list[str]], size: int, split: str
+    ) -> list[str]:
+        """``size`` ids: one of each task, the rest stratified by task."""
+        first, pool = [], []
+        for name, ids in by_task.items():
+            one = choose(ids, 1, "sciworld", split, name)
+            first += one
+            pool += [i for i in ids if i not in one]
         rest = choose_stratified(
-            test_pool, TEST_SIZE - len(first), cls.stratum, "sciworld", "test"
+            pool, size - len(first), cls.stratum, "sciworld", split
         )
-        test = sorted(first + rest, key=int)
-        return {"test": test, "train": sorted(train, key=int)}
+        return sorted(first + rest, key=int)
 
     # --- playing -----------------------------------------------------------
 

@@ -6,7 +6,8 @@ Two route families share one session pool:
 
   ====== ================================== ============================================
   GET    /v1/info                           env name, turn cap, system prompt, split sizes
-  GET    /v1/tasks?split=test               task ids of a split
+  GET    /v1/tasks?split=test               task ids of a split (train, validation,
+                                            test)
   POST   /v1/sessions                       create → 201 ``{"id"}``
   POST   /v1/sessions/{id}/reset            ``{"task_id"}`` → ``{"observation"}``
   POST   /v1/sessions/{id}/step             ``{"action"}`` → observation, reward, done,
@@ -46,6 +47,7 @@ log = logging.getLogger(__name__)
 MAX_ACTION_CHARS = 4_096
 MAX_TASK_ID_CHARS = 128
 MAX_BATCH = 1_024
+SPLIT_PATTERN = f"^({'|'.join(SPLITS)})$"  # train, validation or test
 
 
 class ResetRequest(BaseModel):
@@ -204,7 +206,7 @@ def _add_v1_routes(app: FastAPI, env_name: str, pool: SessionPool) -> None:
         }
 
     @app.get("/v1/tasks")
-    async def tasks(split: Annotated[str, Query(pattern="^(train|test)$")]) -> dict:
+    async def tasks(split: Annotated[str, Query(pattern=SPLIT_PATTERN)]) -> dict:
         return {"task_ids": probe.task_ids(split)}
 
     @app.post("/v1/sessions", status_code=201)

@@ -30,9 +30,13 @@ a goal here, and 7 of ours are not among its goals (quartz and purpur variants,
 ``snow``). All 100 of our test goals are AgentGym goals.
 
 The test split keeps AgentGym-RL's depth mix: 100 goals at variant 0, 31 / 41 /
-25 / 3 of depth 1 / 2 / 3 / 4, drawn per depth with a fixed seed. The training
-split holds every other goal with variants 0 and 1, so no test goal is ever
-trained on.
+25 / 3 of depth 1 / 2 / 3 / 4, drawn per depth with a fixed seed. The validation
+split is 129 of the other goals at variant 0, 40 / 53 / 32 / 4 of depth 1 / 2 /
+3 / 4 (the test mix scaled to 40 goals of depth 1), drawn per depth from the
+goals left with another fixed seed. The training split holds the remaining 322
+goals with variants 0 and 1. A task is its goal item (``content_key``: the
+variants of a goal differ only in their distractors), so no test or validation
+goal is ever trained on.
 
 Observation
 -----------
@@ -75,6 +79,7 @@ from evoflow.envs.textcraft_tasks import (
     MAX_TURNS,
     TEST_GOALS_PER_DEPTH,
     TRAIN_VARIANTS,
+    VALIDATION_GOALS_PER_DEPTH,
     Goal,
     custom_task,
     decode,
@@ -139,6 +144,11 @@ class TextCraftEnv(TextEnv):
         return f"depth {listed[int(task_id) % len(listed)].depth}"
 
     @classmethod
+    def content_key(cls, task_id: str) -> str:
+        """The goal item (``minecraft:stick``), whatever the distractor variant."""
+        return decode(task_id)[0].item
+
+    @classmethod
     def build_splits(cls) -> dict[str, list[str]]:
         listed = goals()
         test_goals: set[int] = set()
@@ -146,15 +156,25 @@ class TextCraftEnv(TextEnv):
             at_depth = [i for i, g in enumerate(listed) if g.depth == depth]
             rand = py_random("textcraft", "test goals", depth)
             test_goals.update(rand.sample(at_depth, min(quota, len(at_depth))))
+        held_out: set[int] = set()
+        for depth, quota in VALIDATION_GOALS_PER_DEPTH.items():
+            left = [
+                i
+                for i, g in enumerate(listed)
+                if g.depth == depth and i not in test_goals
+            ]
+            rand = py_random("textcraft", "validation goals", depth)
+            held_out.update(rand.sample(left, min(quota, len(left))))
         count = len(listed)
         test = [str(i) for i in sorted(test_goals)]
         train = [
             str(i + v * count)
             for v in range(TRAIN_VARIANTS)
             for i in range(count)
-            if i not in test_goals
+            if i not in test_goals and i not in held_out
         ]
-        return {"test": test, "train": train}
+        validation = [str(i) for i in sorted(held_out)]
+        return {"test": test, "train": train, "validation": validation}
 
     # --- the running task --------------------------------------------------
 

@@ -27,6 +27,8 @@ TRAIN_VARIANTS = 2
 MAX_DISTRACTORS = 10
 # AgentGym-RL's TextCraft test set: tasks per crafting depth.
 TEST_GOALS_PER_DEPTH = {1: 31, 2: 41, 3: 25, 4: 3}
+# Validation goals per depth: the test mix scaled to 40 goals of depth 1.
+VALIDATION_GOALS_PER_DEPTH = {1: 40, 2: 53, 3: 32, 4: 4}
 
 CRAFT = re.compile(r"craft (\d+) (.+?) using (.+)")
 AMOUNT = re.compile(r"(\d+) (.+)")

@@ -10,7 +10,12 @@ that would have produced the same feedback. A guess outside the vocabulary is an
 
 Test tasks ``0``-``24`` use the 40-word vocabulary of AgentGym's Wordle (seed =
 task id). Training tasks ``100``-``599`` use the same vocabulary with other seeds;
-``10000``-``10499`` use the 2,315 common answer words.
+``10000``-``10499`` use the 2,315 common answer words. Validation tasks
+``600``-``699`` play the 40-word game with seeds that neither other split uses.
+
+Since no game has a fixed answer, what a task is in substance
+(``content_key``) is its vocabulary and seed, not a hidden word: two tasks with
+the same pair play identically against the same guesses.
 
 Observation
 -----------
@@ -44,6 +49,7 @@ TRIES = 6
 LISTED_VOCAB_MAX = 100
 TEST_COUNT = 25
 SMALL_TRAIN = range(100, 600)
+SMALL_VALIDATION = range(600, 700)
 LARGE_TRAIN = range(10_000, 10_500)
 
 
@@ -73,7 +79,7 @@ def task_vocabulary(task_id: str) -> str:
         index = int(task_id)
     except ValueError:
         raise TaskError(f"wordle: task id {task_id!r} is not an integer") from None
-    if 0 <= index < TEST_COUNT or index in SMALL_TRAIN:
+    if 0 <= index < TEST_COUNT or index in SMALL_TRAIN or index in SMALL_VALIDATION:
         return "vocab40"
     if index in LARGE_TRAIN:
         return "answers"
@@ -112,10 +118,18 @@ class WordleEnv(TextEnv):
         return task_vocabulary(task_id)
 
     @classmethod
+    def content_key(cls, task_id: str) -> str:
+        """The vocabulary and the seed (``vocab40/seed 7``). An LMRL-Gym game has
+        no fixed answer: the hidden word is drawn, with the task's seed, as the
+        guesses come in, so vocabulary and seed are all that make a game."""
+        return f"{task_vocabulary(task_id)}/seed {task_id}"
+
+    @classmethod
     def build_splits(cls) -> dict[str, list[str]]:
         return {
             "test": [str(i) for i in range(TEST_COUNT)],
             "train": [str(i) for i in (*SMALL_TRAIN, *LARGE_TRAIN)],
+            "validation": [str(i) for i in SMALL_VALIDATION],
         }
 
     def _reset(self, task_id: str) -> str:

@@ -1,6 +1,6 @@
 """WebShop-lite: a generated web store with BM25 search and WebShop's reward.
 
-See ``docs/webshop-lite.md`` for what is kept from WebShop and what differs.
+See ``docs/reference/environments.md`` for what is kept from WebShop and what differs.
 """
 
 from __future__ import annotations

@@ -5,8 +5,10 @@ Description
 A small, generated stand-in for WebShop (Yao et al. 2022): 7,813 products in 10
 categories (see ``catalog``), BM25 search (``search``), WebShop's page flow and
 purchase reward (``reward``). Task ``i`` is the ``i``-th goal (``goals``); the
-test split is tasks 0-199, the train split the other 2,382. What differs from
-WebShop is listed in ``docs/webshop-lite.md``.
+test split is tasks 0-199, the validation split 217 of the other 2,382 drawn
+with a fixed seed per number of requirements (``goals.split_ids``), the train
+split the remaining 2,165. A task is its instruction (``content_key``). What
+differs from WebShop is listed in ``docs/reference/environments.md``.
 
 Observation
 -----------
@@ -37,7 +39,7 @@ import re
 from evoflow.envs.base import EnvError, Step, TextEnv
 from evoflow.envs.webshop.catalog import Goal, Product, catalog
 from evoflow.envs.webshop.expert import Shopper
-from evoflow.envs.webshop.goals import goal_for, split_ids
+from evoflow.envs.webshop.goals import goal_for, requirements, split_ids
 from evoflow.envs.webshop.pages import (
     BACK,
     BOUGHT,
@@ -117,8 +119,14 @@ class WebShopEnv(TextEnv):
     def stratum(cls, task_id: str) -> str:
         """How much the instruction asks for: attributes plus options to match
         (``2 requirements`` … ``5 requirements``)."""
-        goal = goal_for(task_id)
-        return f"{len(goal.attributes) + len(goal.options)} requirements"
+        return f"{requirements(goal_for(task_id))} requirements"
+
+    @classmethod
+    def content_key(cls, task_id: str) -> str:
+        """The instruction the shopper is given. The target product is left
+        out: every goal has its own, so it would tell apart two goals that read
+        alike (tasks 886 and 2549), which are one task to the shopper."""
+        return goal_for(task_id).instruction
 
     @classmethod
     def build_splits(cls) -> dict[str, list[str]]:

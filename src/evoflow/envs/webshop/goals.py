@@ -11,20 +11,34 @@ it may look complete on the results page (title and price) yet lack a requested
 option, which only its product page reveals. A shopper who opens listings that
 look complete, in rank order, then needs at most 1 (search) + 2 x 2 (open, go
 back) + 1 (next page) + 1 (open) + 2 (options) + 1 (buy) = 10 actions.
+
+Splits: test is the first ``TEST_COUNT`` tasks. The catalog cannot grow without
+changing what the test tasks' searches return, so the validation split is
+carved out of the others with a fixed seed: ``VALIDATION_PER_STRATUM`` tasks of
+each number of requirements, the test split's counts except for 2 requirements,
+a rare kind (3 test tasks, 42 in all) of which it takes 20 and leaves the
+training split 19. Training is every task left. A task is its instruction
+(``content_key``): two goals can read alike (tasks 886 and 2549, both in
+training), and what the shopper is told is then the same; goals with a repeated
+instruction are never drawn for validation.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from functools import cache
 
 from evoflow.envs.base import TaskError
 from evoflow.envs.webshop.catalog import Goal, Product, catalog
 from evoflow.envs.webshop.pages import RESULTS_PER_PAGE
 from evoflow.envs.webshop.search import search_products
+from evoflow.seeding import choose
 
 MAX_DECOYS = 2
 SCANNED_PAGES = 2
 TEST_COUNT = 200
+# Validation tasks per number of requirements (attributes + options asked for).
+VALIDATION_PER_STRATUM = {2: 20, 3: 53, 4: 98, 5: 46}
 
 
 def key_words(goal: Goal) -> str:
@@ -88,10 +102,27 @@ def goal_for(task_id: str) -> Goal:
     return tasks[index]
 
 
+def requirements(goal: Goal) -> int:
+    """How much an instruction asks for: attributes plus options to match."""
+    return len(goal.attributes) + len(goal.options)
+
+
 def split_ids() -> dict[str, list[str]]:
-    """Test = the first ``TEST_COUNT`` tasks, train = all others."""
-    count = len(goals())
+    """Test = the first ``TEST_COUNT`` tasks; validation drawn from the others
+    per number of requirements (``VALIDATION_PER_STRATUM``); train = the rest."""
+    tasks = goals()
+    said = Counter(goal.instruction for goal in tasks)
+    rest = range(TEST_COUNT, len(tasks))
+    held_out: set[str] = set()
+    for wanted, quota in VALIDATION_PER_STRATUM.items():
+        pool = [
+            str(i)
+            for i in rest
+            if requirements(tasks[i]) == wanted and said[tasks[i].instruction] == 1
+        ]
+        held_out.update(choose(pool, quota, "webshop", "validation", wanted))
     return {
         "test": [str(i) for i in range(TEST_COUNT)],
-        "train": [str(i) for i in range(TEST_COUNT, count)],
+        "train": [str(i) for i in rest if str(i) not in held_out],
+        "validation": [str(i) for i in rest if str(i) in held_out],
     }
