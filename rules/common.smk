@@ -4,7 +4,7 @@ import os
 import re
 
 from evoflow import warmstart
-from evoflow.config import config_hash, validate_config
+from evoflow.config import check_scale, config_hash, validate_config
 from evoflow.helmsman import layout as helm_layout
 from evoflow.methods import POOLED, Layout, family, jobs, methods_from_config
 from evoflow.methods.base import tts_files
@@ -14,7 +14,9 @@ from evoflow.report.build import rank_methods, report_outputs, report_rl_inputs,
 
 # Fill defaults in place so every rule sees the same resolved config; a wrong
 # key, type or value stops the workflow here with a message naming the key.
-_resolved = validate_config(config, source=", ".join(map(str, workflow.configfiles)) or "config")
+_source = ", ".join(map(str, workflow.configfiles)) or "config"
+_resolved = validate_config(config, source=_source)
+check_scale(config, _resolved, _source)  # no silent paper scale on a laptop model
 config.clear()
 config.update(_resolved)
 
@@ -69,6 +71,13 @@ def tts_outputs(probe, leaf):
     return [LAYOUT.tts("{method}", "{round}", probe, env, leaf) for env in ENVS]
 
 
+def eval_settings():
+    """What an evaluation job needs: the runtime settings of every env's
+    evaluated tasks, and the split they are drawn from."""
+    settings = runtime_settings(ENVS, ["test", "max_turns", "remote", "strata"])
+    return {**settings, "evaluation": config["evaluation"]}
+
+
 def runtime_settings_with_turns(turns):
     """Evaluation settings with every env's turn cap set to ``turns``."""
     settings = runtime_settings(ENVS, ["test", "max_turns", "remote", "strata"])
@@ -103,6 +112,7 @@ train_manifest = wired("train_manifest", "round", "env")
 buffer_inputs = wired("buffer_inputs", "round", "env")
 previous_comm = wired("previous_comm", "round")
 reference_adapter = wired("reference_adapter", "round")
+budget_adapter = wired("budget_adapter", "round", "env")
 
 
 def rl_span_inputs(wildcards):
@@ -194,6 +204,7 @@ def helm_data_file(wildcards):
 
 REPORT = report_outputs(config, REPORTS)
 REPORT_CAPTIONS = {"table_md": "table1.rst", "table_csv": "table1.rst", "table_tex": "table1.rst",
+                   "comparisons_csv": "table1.rst", "outcomes_csv": "table1.rst",
                    "curves": "curves.rst", "ablations": "ablations.rst", "ranks": "ranks.rst",
                    "table3_md": "table3.rst", "table3_csv": "table3.rst",
                    "iterations": "iterations.rst", "tts_turns": "tts.rst", "tts_passk": "tts.rst",
@@ -235,6 +246,13 @@ def all_evaluations():
     """Every method's evaluation metrics, each once (methods that start from
     another's adapter share its evaluation)."""
     return list(dict.fromkeys(f for name in METHODS for f in method_evaluations(name)))
+
+
+def all_episodes():
+    """The episode shards beside every env evaluation's metrics (the report's
+    intervals and paired comparisons are computed from them)."""
+    return [f.replace("/metrics.json", "/episodes.parquet") for f in all_evaluations()
+            if "/eval/env=" in f]
 
 
 def method_artifacts(name):

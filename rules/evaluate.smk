@@ -1,4 +1,5 @@
-# Evaluation: greedy rollouts of a (method, round) on every env's test tasks,
+# Evaluation: greedy rollouts of a (method, round) on every env's evaluated tasks
+# (test, or validation in a config that chooses settings),
 # all envs in one job so the model loads once and decoding is shared.
 
 
@@ -13,9 +14,10 @@ rule evaluate:
     benchmark:
         f"{LOGS}/bench/evaluate/{{method}}/round={{round}}/evaluate.tsv",
     params:
-        settings=runtime_settings(ENVS, ["test", "max_turns", "remote", "strata"]),
+        settings=eval_settings(),
         envs=ENVS,
         kind=lambda wildcards: method_of(wildcards).kind.name,
+        samples=lambda wildcards: method_of(wildcards).options.get("samples", 1),
     threads: 1
     conda:
         ENV

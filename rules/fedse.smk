@@ -7,6 +7,7 @@ rule train_client:
     input:
         manifest=train_manifest,
         init=start_adapter,
+        budget=budget_adapter,
     output:
         directory(client_path("{method}", "{round}", "{env}", "adapter")),
     log:

@@ -1,4 +1,5 @@
-# Reports: the resolved config, Table 1 and figures — regenerated from cached metrics.
+# Reports: the resolved config, Table 1, its paired comparisons and figures —
+# regenerated from cached episodes and metrics.
 
 
 rule resolved_config:
@@ -20,6 +21,7 @@ rule report:
     input:
         config=f"{RESULTS}/config.json",
         metrics=all_evaluations(),
+        episodes=all_episodes(),
         comm=rank_comm_files(),
         fed_comm=fed_comm_files(),
         buffers=explore_buffers(),

@@ -1,4 +1,5 @@
-# SAGE (wiring: evoflow.methods.sage): the seed pool and held-out problems, the
+# SAGE (wiring: evoflow.methods.sage): the seed pool, the held-out (test) problems
+# and the validation problems settings are chosen on (none is chosen here), the
 # warm-up on the roles' tags, one job per span of self-play steps, and the
 # Solver's evaluation on the held-out problems.
 
@@ -9,6 +10,7 @@ rule sage_data:
     output:
         pool=LAYOUT.sage_data("pool.parquet"),
         problems=LAYOUT.sage_data("eval_problems.json"),
+        validation=LAYOUT.sage_data("val_problems.json"),
     log:
         f"{LOGS}/sage_data.log",
     params:

@@ -35,6 +35,7 @@ metrics = run_evaluation(
     },
     threads=snakemake.threads,
     random_actions=snakemake.params.kind == "random",
+    samples=snakemake.params.samples,
 )
 record(snakemake.config, snakemake.wildcards.method, int(snakemake.wildcards.round),
        "evaluate", {"envs": ",".join(envs), "adapters": adapters}, metrics)  # fmt: skip

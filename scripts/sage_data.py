@@ -1,4 +1,4 @@
-"""SAGE's seed pool and held-out problems (evoflow.sage.run.prepare)."""
+"""SAGE's seed pool, held-out and validation problems (evoflow.sage.run.prepare)."""
 
 from evoflow.warmstart import handoff
 
@@ -11,4 +11,9 @@ from evoflow.sage.run import prepare
 
 sys.stderr = open(snakemake.log[0], "w")
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)
-prepare(snakemake.params.settings, snakemake.output.pool, snakemake.output.problems)
+prepare(
+    snakemake.params.settings,
+    snakemake.output.pool,
+    snakemake.output.problems,
+    snakemake.output.validation,
+)

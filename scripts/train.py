@@ -12,7 +12,7 @@ from evoflow.train.run import train_from_manifest
 
 sys.stderr = open(snakemake.log[0], "w")
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)
-init = snakemake.input.get("init")
+init, budget = snakemake.input.get("init"), snakemake.input.get("budget")
 summary = train_from_manifest(
     snakemake.input.manifest,
     model=snakemake.params.model,
@@ -21,6 +21,7 @@ summary = train_from_manifest(
     init_adapter=str(init) if init else None,
     loss_log=snakemake.params.loss_log,
     threads=snakemake.threads,
+    budget=str(budget) if budget else None,
 )
 who = snakemake.wildcards.get("env", "pooled")
 record(snakemake.config, snakemake.wildcards.method, int(snakemake.wildcards.round),

@@ -16,7 +16,12 @@ def sweep_file(tmp_path, trials):
 
 
 @pytest.mark.parametrize(
-    "path", ["config/calibration.yaml", "config/calibration_loop.yaml"]
+    "path",
+    [
+        "config/calibration.yaml",
+        "config/calibration_loop.yaml",
+        "config/calibration_strata.yaml",
+    ],
 )
 def test_the_shipped_sweeps_load(path):
     sweep = load_sweep(path)
@@ -76,3 +81,41 @@ def test_report_shows_the_constraint_and_exploration_successes(tmp_path):
         "| c | 0 |  |  |  | yes | 0 | 1 | 2 | 0.0 | 0.0 | 0.0 | 0.0 | 2/0 (2/32) |"
         in (tmp_path / "c.md").read_text()
     )
+
+
+def test_a_trial_never_plays_a_test_task(tmp_path, monkeypatch):
+    # Prepare: the embedded config and a trial that evaluates and explores; no
+    # model (the random reference answers), every episode start recorded
+    from evoflow.calibration import run_trial
+    from evoflow.config import load_config
+    from evoflow.envs import split_ids
+    from evoflow.policy.random_choice import RandomChoicePolicy
+    from evoflow.rollout import engine
+
+    config = load_config("config/config.yaml")
+    config["envs"] = {e: {**v, "test": 6} for e, v in config["envs"].items()
+                      if e != "webshop"}  # its free search query needs a model  # fmt: skip
+    played, start = [], engine._start
+
+    def record(env, job):
+        played.append((job.env, job.task, job.spec.split))
+        return start(env, job)
+
+    monkeypatch.setattr(engine, "_start", record)
+    monkeypatch.setattr(
+        "evoflow.runtime.policy_from_config", lambda c: RandomChoicePolicy()
+    )
+    trial = {"name": "probe", "demos": 0, "explore": 3, "constrain_actions": True}
+
+    # Execute
+    record_ = run_trial(config, trial, threads=1, store=tmp_path)
+
+    # Assert: every evaluated task is a validation task, none a test task
+    tested = [(e, t) for e, t, split in played if split != "train"]
+    assert len(tested) == 6 * len(config["envs"]) and record_["metrics"]
+    for env in config["envs"]:
+        test_ids = set(split_ids(env, "test"))
+        validation = set(split_ids(env, "validation"))
+        mine = {t for e, t, _ in played if e == env}
+        assert not mine & test_ids, f"{env}: calibration played test tasks"
+        assert {t for e, t in tested if e == env} <= validation

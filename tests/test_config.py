@@ -223,8 +223,36 @@ def test_workflow_refuses_a_bad_config_before_any_job(tmp_path, model, message):
 def test_every_shipped_experiment_config_validates(path):
     from evoflow.methods import methods_from_config
 
-    config = validate_config(yaml.safe_load(path.read_text()), source=str(path))
+    raw = yaml.safe_load(path.read_text())
+    if path.name in OVERLAYS:  # laid over another config, as the file says
+        config = load_config(ROOT / "config" / OVERLAYS[path.name], path)
+    else:
+        config = validate_config(raw, source=str(path))
     assert methods_from_config(config) or config.get("helmsman")  # something runs
+
+
+# Configs that add to another (``--configfile base overlay``), and their base
+OVERLAYS = {"ablations.yaml": "config.yaml"}
+
+
+def test_an_overlay_merges_key_by_key_as_snakemake_does(tmp_path):
+    # Prepare
+    from snakemake.utils import update_config
+
+    from evoflow.config import merged
+
+    base = {"a": 1, "methods": {"fedse": {"train": {"steps": 8}}}, "l": [1, 2]}
+    overlay = {"methods": {"fedse": {"rounds": 2}, "fedit": {}}, "l": [3]}
+
+    # Execute
+    ours = merged(base, overlay)
+    theirs = {"a": 1, "methods": {"fedse": {"train": {"steps": 8}}}, "l": [1, 2]}
+    update_config(theirs, overlay)
+
+    # Assert: the same as Snakemake's own merge, the inputs untouched
+    assert ours == theirs == {"a": 1, "l": [3], "methods": {
+        "fedse": {"train": {"steps": 8}, "rounds": 2}, "fedit": {}}}  # fmt: skip
+    assert base["methods"]["fedse"] == {"train": {"steps": 8}}
 
 
 # Workflow configs (calibration*.yaml are sweeps over one, read by `evoflow calibrate`)
@@ -239,9 +267,72 @@ SHIPPED = [
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
 def test_every_shipped_config_validates(path):
     # Paper configs name hub models and remote servers: validation must not need either
-    config = load_config(path)
+    base = [ROOT / "config" / OVERLAYS[path.name]] if path.name in OVERLAYS else []
+    config = load_config(*base, path)
     assert config["methods"] or config.get("helmsman")
     assert config["envs"] or all(
         KINDS[m.get("kind") or n].family in ENVLESS
         for n, m in config["methods"].items()
     )
+
+
+def test_a_typo_in_a_stratum_is_refused_even_beside_a_good_one():
+    # Prepare: 'gotoo' next to the real 'goto' used to be dropped without a word
+    config = {"experiment": "x", "envs": {"babyai": {"strata": ["goto", "gotoo"]}},
+              "methods": {"pretrained": {}}}  # fmt: skip
+
+    # Execute / Assert
+    with pytest.raises(ConfigError, match=r"envs.babyai.strata.*no stratum 'gotoo'"):
+        validate_config(config)
+    config["envs"]["babyai"]["strata"] = ["goto"]
+    assert validate_config(config)["envs"]["babyai"]["strata"] == ["goto"]
+
+
+def test_every_problem_is_reported_at_once_with_its_key():
+    # Prepare: two schema problems in one config, two cross-key problems in another
+    shape = {"experiment": "x", "seeed": 1, "fed": {"rounds": "five"}}
+    checks = {"experiment": "x", "methods": {"fedse": {}, "mystery": {}},
+              "envs": {"babyai": {"strata": ["gotoo"]}}}  # fmt: skip
+
+    # Execute
+    with pytest.raises(ConfigError) as first:
+        validate_config(shape, source="a.yaml")
+    with pytest.raises(ConfigError) as second:
+        validate_config(checks, source="b.yaml")
+
+    # Assert: a numbered list naming each key (by where it sits: top level first)
+    text = str(first.value)
+    assert text.startswith("a.yaml: 2 problems:\n")
+    assert "1. unknown key 'seeed' (did you mean 'seed'?)" in text
+    assert "2. key 'fed.rounds': expected an integer >= 1" in text
+    text = str(second.value)
+    assert text.startswith("b.yaml: 2 problems:\n")
+    assert "key 'envs.babyai.strata': babyai has no stratum 'gotoo'" in text
+    assert "key 'methods.mystery': 'mystery' is not a method kind" in text
+
+
+def test_the_embedded_model_never_inherits_paper_scale_silently(tmp_path, capsys):
+    # Prepare: an own config on the embedded model that sets only its envs'
+    # strata: it would inherit 20 rounds, 4,096-token sequences, whole test splits
+    from evoflow.config import check_scale
+
+    raw = {"experiment": "mine", "envs": {"maze": {"strata": ["distance 1-4"]}},
+           "methods": {"fedse": {}}}  # fmt: skip
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(raw))
+
+    # Execute
+    code = main(["check-config", str(path)])
+    allowed = main(["check-config", str(path), "--allow-paper-scale"])
+
+    # Assert: refused, naming each inherited key; accepted when asked
+    err = capsys.readouterr().err
+    assert code != 0 and allowed == 0
+    assert "fed.rounds, train.max_length, envs.maze.test" in err
+    with pytest.raises(ConfigError, match="allow_paper_scale: true"):
+        check_scale(raw, validate_config(raw), "mine.yaml")
+    laptop = {**raw, "fed": {"rounds": 2}, "train": {"max_length": 512},
+              "envs": {"maze": {"test": 4}}}  # fmt: skip
+    check_scale(laptop, validate_config(laptop), "mine.yaml")  # nothing inherited
+    tiny = {**raw, "model": {"name": "tiny-random-llama"}}
+    check_scale(tiny, validate_config(tiny), "tiny.yaml")  # not the embedded model

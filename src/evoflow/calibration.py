@@ -6,10 +6,14 @@ count per env) and the SFT
 settings (``learning_rate``, ``epochs``, ``batch_size``, ``max_length``), trains
 one adapter on every environment's expert demonstrations pooled (the
 Centralized recipe, the cheapest method that sees all the data) and evaluates it
-greedily on the base config's test tasks, turn caps and generation settings —
-the same measurement Table 1 makes. A trial with ``demos: 0`` trains nothing and
+greedily on the base config's VALIDATION tasks (as many per env as its ``test``
+count, of its strata), turn caps and generation settings — Table 1's
+measurement on tasks that no reported number is made on: a setting chosen here
+is never chosen on the test split it is then reported on. A trial with ``demos: 0`` trains nothing and
 measures the pre-trained model.
 
+A trial's ``strata`` (env -> strata) draws that env's demonstrations,
+validation and exploration tasks from other strata than the base config's.
 Two more keys measure what self-evolution needs: ``constrain_actions``
 (decode actions from each env's listed ones, ``generation.constrain_actions``)
 and ``explore`` (that many training tasks per env played with the trial's
@@ -27,6 +31,7 @@ two marker comments of the report file, so prose around it stays):
 
 from __future__ import annotations
 
+import datetime
 import json
 import logging
 import tempfile
@@ -41,13 +46,15 @@ from evoflow.config import load_config
 from evoflow.envs import configured_factory
 from evoflow.errors import ConfigError
 from evoflow.evaluate.metrics import episode_metrics
+from evoflow.provenance import code_version
 from evoflow.report.tables import ENV_ORDER, ENV_TITLES, md_row, pct, row_from_metrics
 from evoflow.seeding import choose, derive_seed
 
 log = logging.getLogger(__name__)
 TRAIN_KEYS = {"learning_rate", "epochs", "batch_size", "max_length"}
-TRIAL_KEYS = {"name", "demos", "constrain_actions", "explore", *TRAIN_KEYS}
+TRIAL_KEYS = {"name", "demos", "constrain_actions", "explore", "strata", *TRAIN_KEYS}
 SWEEP_KEYS = {"base", "results", "report", "trials"}
+SPLIT = "validation"  # the only split a trial is measured on
 BEGIN = "<!-- trials: written by `evoflow calibrate` -->"
 END = "<!-- end of trials -->"
 
@@ -106,6 +113,7 @@ def run_trial(
     from evoflow.runtime import configure_threads
 
     configure_threads(threads)
+    config = with_strata(config, trial.get("strata") or {})
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         adapter, summary = _trained(config, trial, Path(store or tmp))
@@ -121,6 +129,8 @@ def run_trial(
         "eval_seconds": round(time.perf_counter() - trained, 1),
         "metrics": {env: {k: m[k] for k in keys} for env, m in tested.items()},
         "explored": {env: {k: m[k] for k in keys} for env, m in explored.items()},
+        "split": SPLIT,
+        "run": f"{datetime.date.today().isoformat()} {code_version()}",
     }
 
 
@@ -164,8 +174,20 @@ def _trained(config: dict, trial: dict, store: Path) -> tuple[str | None, dict]:
     return str(folder / "adapter"), summary
 
 
+def with_strata(config: dict, strata: dict[str, list[str]]) -> dict:
+    """``config`` whose envs draw demonstrations, validation and exploration
+    tasks from a trial's ``strata`` (env -> strata; other envs keep theirs)."""
+    unknown = set(strata) - set(config["envs"])
+    if unknown:
+        raise ConfigError(f"calibration: strata for unknown env(s) {sorted(unknown)}")
+    envs = {env: {**entry, "strata": list(strata.get(env, entry.get("strata") or []))
+                  or None} for env, entry in config["envs"].items()}  # fmt: skip
+    return {**config, "envs": envs}
+
+
 def _measure(config: dict, trial: dict, adapter: str | None) -> tuple[dict, dict]:
-    """Greedy test metrics and, with ``explore``, exploration metrics per env."""
+    """Greedy validation metrics and, with ``explore``, exploration metrics
+    (training tasks) per env. No test task is ever played here."""
     from evoflow.envs import split_ids
     from evoflow.evaluate.run import evaluate_envs
     from evoflow.rollout.engine import Job, play
@@ -178,13 +200,13 @@ def _measure(config: dict, trial: dict, adapter: str | None) -> tuple[dict, dict
 
     def spec(env, split, temperature):
         return rollout_spec(config, env, method="calibration", round=1, client=env,
-                            split=split, source="eval" if split == "test" else "explore",
+                            split=split, source="eval" if split == SPLIT else "explore",
                             adapter=adapter, temperature=temperature)  # fmt: skip
 
     policy = policy_from_config(config)
     try:
-        tested = evaluate_envs(policy, {env: spec(env, "test", 0.0) for env in envs},
-                               envs, generation["width"])  # fmt: skip
+        tested = evaluate_envs(policy, {env: spec(env, SPLIT, 0.0) for env in envs},
+                               envs, generation["width"], SPLIT)  # fmt: skip
         jobs = [Job(env, task, 0, spec(env, "train", None))
                 for env in envs for task in choose(split_ids(env, "train", envs[env]["remote"],
                                                              envs[env].get("strata")),
@@ -204,7 +226,7 @@ def write_report(path: str | Path, records: list[dict], base: str) -> None:
     envs = [e for e in ENV_ORDER if any(e in r["metrics"] for r in records)]
     header = ["Trial", "Demos/env", "LR", "Epochs", "Batch", "Constrained", "Steps",
               "Train s", "Eval s", *(ENV_TITLES[e] for e in envs), "Avg", "Invalid %",
-              "Explored"]  # fmt: skip
+              "Explored", "Measured on", "Run"]  # fmt: skip
     lines = [md_row(header), md_row(["---"] * len(header))]
     for r in records:
         t = r["trial"]
@@ -217,7 +239,8 @@ def write_report(path: str | Path, records: list[dict], base: str) -> None:
                              str(r["optimizer_steps"]), f"{r['train_seconds']:.0f}",
                              f"{r['eval_seconds']:.0f}", *(pct(row.rate(e)) for e in envs),
                              pct(row.pooled), pct(row.invalid_pct),
-                             _explored(r.get("explored") or {}, envs)]))  # fmt: skip
+                             _explored(r.get("explored") or {}, envs),
+                             r.get("split", "test"), r.get("run", "–")]))  # fmt: skip
     table = f"{BEGIN}\n<!-- base config: {base} -->\n" + "\n".join(lines) + f"\n{END}"
     path = Path(path)
     text = path.read_text() if path.is_file() else ""

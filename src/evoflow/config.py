@@ -40,24 +40,48 @@ def load_schema(path: str | Path = SCHEMA_PATH) -> dict[str, Any]:
     return schema
 
 
-def load_config(path: str | Path) -> dict[str, Any]:
-    """Read a YAML config file, fill defaults and validate it.
+def load_config(path: str | Path, *overlays: str | Path) -> dict[str, Any]:
+    """Read a YAML config file (and ``overlays`` laid over it, each merged key
+    by key as Snakemake merges ``--configfile a.yaml b.yaml``), fill defaults
+    and validate the result.
 
     Raises
     ------
     ConfigError
-        naming the file and the offending key when the file is unreadable or
-        does not match the schema.
+        naming the file and the offending key when a file is unreadable or the
+        config does not match the schema.
     """
-    path = Path(path)
+    source = ", ".join(str(p) for p in (path, *overlays))
+    return validate_config(load_raw(path, *overlays), source=source)
+
+
+def load_raw(path: str | Path, *overlays: str | Path) -> Any:
+    """The YAML of ``path`` with ``overlays`` merged over it, before defaults."""
+    raw = read_yaml(Path(path))
+    for overlay in overlays:
+        raw = merged(raw, read_yaml(Path(overlay)))
+    return raw
+
+
+def read_yaml(path: Path) -> Any:
     try:
         with open(path) as fh:
-            raw = yaml.safe_load(fh)
+            return yaml.safe_load(fh)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML ({exc})") from None
-    return validate_config(raw, source=str(path))
+
+
+def merged(base: Any, overlay: Any) -> Any:
+    """``overlay`` over ``base``: mappings merge key by key, anything else is
+    replaced (Snakemake's rule for several config files)."""
+    if not isinstance(base, dict) or not isinstance(overlay, dict):
+        return overlay
+    out = dict(base)
+    for key, value in overlay.items():
+        out[key] = merged(base[key], value) if key in base else value
+    return out
 
 
 def validate_config(config: Any, source: str = "config") -> dict[str, Any]:
@@ -76,13 +100,81 @@ def validate_config(config: Any, source: str = "config") -> dict[str, Any]:
     filled = copy.deepcopy(config)
     _fill_defaults(filled, schema)
     validator = jsonschema.Draft202012Validator(schema)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(filled))
-    if error is not None:
-        raise ConfigError(f"{source}: {_describe(error)}")
-    _check_envs(filled, source)
-    _check_methods(filled, source)
-    _check_model(filled, source)
+    errors = sorted(
+        validator.iter_errors(filled), key=lambda e: [str(p) for p in e.absolute_path]
+    )
+    problems = [_describe(jsonschema.exceptions.best_match([e])) for e in errors]
+    if not problems:  # the checks across keys assume a config of the right shape
+        for check in (_check_envs, _check_methods, _check_model):
+            try:
+                check(filled, problems)
+            except ConfigError as exc:  # a check that cannot go on after it
+                problems.append(str(exc))
+
+    if problems:
+        raise ConfigError(f"{source}: {_listed(list(dict.fromkeys(problems)))}")
     return _sorted(filled)
+
+
+def check_scale(raw: dict[str, Any], filled: dict[str, Any], source: str) -> None:
+    """Refuse a config on the embedded model that inherits paper-scale defaults
+    (``paper_scale_inherited``) unless it sets ``allow_paper_scale``; the
+    workflow and ``evoflow check-config`` call it before any job runs."""
+    inherited = (
+        [] if filled["allow_paper_scale"] else paper_scale_inherited(raw, filled)
+    )
+    if inherited:
+        raise ConfigError(
+            f"{source}: the embedded model {filled['model']['name']!r} would run at "
+            f"the schema's paper-scale defaults of {', '.join(inherited)}; set them "
+            "(config/config.yaml shows laptop-scale values) or set "
+            "allow_paper_scale: true (evoflow check-config --allow-paper-scale)"
+        )
+
+
+def paper_scale_inherited(raw: dict[str, Any], filled: dict[str, Any]) -> list[str]:
+    """Keys a config on the embedded model leaves to a paper-scale default:
+    ``fed.rounds`` (20) with a federated method, ``train.max_length`` (4,096)
+    with an SFT-trained one, ``envs.<env>.test`` (the whole test split) with a
+    method that plays envs. Each would cost hours on a laptop CPU."""
+    from evoflow.methods import KINDS
+    from evoflow.methods.registry import ENVLESS
+    from evoflow.policy.models import EMBEDDED
+
+    if filled["model"]["name"] not in EMBEDDED:
+        return []
+    kinds = [KINDS[m.get("kind") or n] for n, m in filled["methods"].items()]
+    given = lambda *path: _has(raw, path)  # noqa: E731
+    keys = []
+    if any(k.federated for k in kinds) and not given("fed", "rounds"):
+        keys.append("fed.rounds")
+    sft = ("fedse", "agentevol")  # families whose jobs read train.* (SFT)
+    if any(k.trains and k.family in sft for k in kinds) and not given(
+        "train", "max_length"
+    ):
+        keys.append("train.max_length")
+    if any(k.family not in ENVLESS for k in kinds):
+        keys += [
+            f"envs.{e}.test" for e in filled["envs"] if not given("envs", e, "test")
+        ]
+    return keys
+
+
+def _has(raw: Any, path: tuple[str, ...]) -> bool:
+    for key in path:
+        if not isinstance(raw, dict) or key not in raw:
+            return False
+        raw = raw[key]
+    return True
+
+
+def _listed(problems: list[str]) -> str:
+    """One problem as a sentence; several as a numbered list, all at once."""
+    if len(problems) == 1:
+        return problems[0]
+    return f"{len(problems)} problems:\n" + "\n".join(
+        f"  {i}. {p}" for i, p in enumerate(problems, start=1)
+    )
 
 
 def _sorted(value: Any) -> Any:
@@ -95,32 +187,43 @@ def _sorted(value: Any) -> Any:
     return value
 
 
-def _check_envs(config: dict[str, Any], source: str) -> None:
+def _check_envs(config: dict[str, Any], problems: list[str]) -> None:
     """Rules across keys that a JSON schema cannot say clearly."""
-    from evoflow.envs import REGISTRY
+    from evoflow.envs import REGISTRY, check_strata
 
     for name, env in config["envs"].items():
         remote = env["remote"]
         if name not in REGISTRY and remote is None:
-            raise ConfigError(
-                f"{source}: key 'envs.{name}': '{name}' is not a built-in environment "
+            problems.append(
+                f"key 'envs.{name}': '{name}' is not a built-in environment "
                 f"({', '.join(sorted(REGISTRY))}); give 'remote' to play it on a server"
             )
+            continue
         if remote is not None and remote.get("protocol", "evoflow") == "agentgym":
-            if not remote.get("test_ids"):
-                raise ConfigError(
-                    f"{source}: key 'envs.{name}.remote.test_ids': AgentGym servers do "
-                    "not list their tasks; give the test task ids"
+            split = config["evaluation"]["split"]
+            if not remote.get(f"{split}_ids"):
+                problems.append(
+                    f"key 'envs.{name}.remote.{split}_ids': AgentGym servers "
+                    f"do not list their tasks; give the {split} task ids "
+                    "(evaluation.split)"
                 )
-        _check_dialect(name, env, f"{source}: key 'envs.{name}.dialect'")
+        if env["strata"] and remote is None and name in REGISTRY:
+            try:
+                check_strata(name, env["strata"], f"key 'envs.{name}.strata'")
+            except ValueError as exc:
+                problems.append(str(exc))
+        try:
+            _check_dialect(name, env, f"key 'envs.{name}.dialect'")
+        except ConfigError as exc:
+            problems.append(str(exc))
         if name not in REGISTRY and env["demos"] and not env["demos_file"]:
-            raise ConfigError(
-                f"{source}: key 'envs.{name}.demos': a remote environment has no expert; "
+            problems.append(
+                f"key 'envs.{name}.demos': a remote environment has no expert; "
                 "set demos: 0 or give demos_file (AgentTraj JSON)"
             )
         if env["demos_file"] and not Path(env["demos_file"]).is_file():
-            raise ConfigError(
-                f"{source}: key 'envs.{name}.demos_file': no file at {env['demos_file']}"
+            problems.append(
+                f"key 'envs.{name}.demos_file': no file at {env['demos_file']}"
             )
 
 
@@ -142,23 +245,27 @@ def _check_dialect(name: str, env: dict[str, Any], where: str) -> None:
         )
 
 
-def _check_methods(config: dict[str, Any], source: str) -> None:
+def _check_methods(config: dict[str, Any], problems: list[str]) -> None:
     from evoflow.methods import KINDS, methods_from_config
 
+    unknown = False
     for name, method in config["methods"].items():
         kind = method.get("kind") or name
         if kind not in KINDS:
-            raise ConfigError(
-                f"{source}: key 'methods.{name}': '{name}' is not a method kind "
+            unknown = True
+            problems.append(
+                f"key 'methods.{name}': '{name}' is not a method kind "
                 f"({', '.join(KINDS)}); add 'kind: <one of them>'"
             )
+    if unknown:
+        return
     try:  # family settings the schema cannot judge (e.g. a filter's spelling)
         methods_from_config(config)
     except ValueError as exc:
-        raise ConfigError(f"{source}: {exc}") from None
+        problems.append(str(exc))
 
 
-def _check_model(config: dict[str, Any], source: str) -> None:
+def _check_model(config: dict[str, Any], problems: list[str]) -> None:
     """The model name must name weights, checked cheaply (nothing is loaded).
 
     Skipped for an openai backend when no method trains: there the name is only
@@ -171,12 +278,13 @@ def _check_model(config: dict[str, Any], source: str) -> None:
     trains = any(
         KINDS[method.get("kind") or name].trains
         for name, method in config["methods"].items()
+        if (method.get("kind") or name) in KINDS
     )
     if model["backend"] == "openai" and not trains:
         return
     problem = name_problem(model["name"])
     if problem:
-        raise ConfigError(f"{source}: key 'model.name': {model['name']!r} is {problem}")
+        problems.append(f"key 'model.name': {model['name']!r} is {problem}")
 
 
 def config_hash(config: dict[str, Any]) -> str:

@@ -176,3 +176,47 @@ def test_one_registry_feeds_schema_titles_and_ablations():
         "fedse_no_filter",
         "fedse_weighted",
     )
+
+
+def test_matched_budget_clients_read_the_exploring_clients_steps():
+    # Prepare
+    config = validate_config({
+        "experiment": "x", "envs": {e: {} for e in ENVS}, "fed": {"rounds": 3},
+        "methods": {"fedse": {}, "fedit_matched": {}, "random": {}, "mine": {
+            "kind": "fedit_matched", "budget_of": "late"}, "late": {"kind": "fedse"}},
+    })  # fmt: skip
+    m = methods_from_config(config)
+
+    # Execute / Assert: the same round and env of the method it copies
+    assert fedse.budget_adapter(LAYOUT, m["fedit_matched"], 2, "maze") == (
+        "results/x/fedse/round=2/client=maze/adapter"
+    )
+    assert fedse.budget_adapter(LAYOUT, m["mine"], 1, "wordle") == (
+        "results/x/late/round=1/client=wordle/adapter"
+    )
+    assert fedse.budget_adapter(LAYOUT, m["fedse"], 2, "maze") is None
+    assert m["random"].options["samples"] == fedse.RANDOM_SAMPLES == 20
+
+
+def test_a_matched_budget_needs_an_exploring_method_with_its_rounds():
+    import pytest
+
+    def resolve(methods):
+        config = validate_config({"experiment": "x", "envs": {"maze": {}},
+                                  "fed": {"rounds": 3}, "methods": methods})  # fmt: skip
+        return methods_from_config(config)
+
+    with pytest.raises(
+        ValueError, match=r"budget_of: 'fedit' is not a configured exploring"
+    ):
+        resolve({"fedit": {}, "fedit_matched": {"budget_of": "fedit"}})
+    with pytest.raises(ValueError, match=r"'fedse' runs 2 rounds, fewer than"):
+        resolve({"fedse": {"rounds": 2}, "fedit_matched": {}})
+    with pytest.raises(
+        ValueError, match=r"methods.fedit: budget_of is a setting of kind"
+    ):
+        resolve({"fedse": {}, "fedit": {"budget_of": "fedse"}})
+    with pytest.raises(
+        ValueError, match=r"methods.fedse: samples is a setting of kind"
+    ):
+        resolve({"fedse": {"samples": 3}})

@@ -103,7 +103,7 @@ def test_training_tasks_come_from_the_named_subsets_only():
     assert len(tasks) - 220 == len(split_ids("textcraft", "train"))  # untouched
     with pytest.raises(
         ValueError,
-        match=r"rl.train_subsets.babyai: no task of babyai in .'gotox'.; its strata are",
+        match=r"rl.train_subsets.babyai: babyai has no stratum 'gotox'; its strata are",
     ):
         training_tasks(envs, {"babyai": ["gotox"]})
     # a level (BabyAI's subset) selects its 20 training tasks (800 / 40 levels)

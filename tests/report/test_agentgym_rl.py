@@ -89,7 +89,10 @@ def test_cells_count_successes_per_subset_and_pool_overall():
     text = subset_table("textcraft", {"Mine": results})
     assert "| Model | Depth1 (31 / 3) | Depth2 (41 / 0) |" in text
     assert "| paper: ScalingInter-7B | 100.0 | 97.6 | 76.0 | 33.3 | 91.0 |" in text
-    assert "| Mine | 66.7 | – | – | 100.0 | 75.0 |" in text
+    assert (
+        "| Mine | 66.7 (2/3) [20.8, 93.9] | – | – | 100.0 (1/1) [20.7, 100.0] | 75.0 (3/4) [30.1, 95.4] |"
+        in text
+    )
 
 
 def test_other_column_only_when_ours_has_tasks_outside_the_papers_subsets():
@@ -97,7 +100,8 @@ def test_other_column_only_when_ours_has_tasks_outside_the_papers_subsets():
                                             "Overall": (1, 3)}})  # fmt: skip
     assert (
         "Other (– / 1)" in text
-        and "| Mine | 50.0 | – | – | – | – | – | 0.0 | 33.3 |" in text
+        and "| Mine | 50.0 (1/2) [9.5, 90.5] | – | – | – | – | – | 0.0 (0/1) [0.0, 79.3] | 33.3 (1/3) [6.1, 79.2] |"
+        in text
     )
     assert "Other" not in subset_table(
         "babyai", {"Mine": {"GoTo": (1, 2), "Overall": (1, 2)}}

@@ -1,93 +1,125 @@
-"""Table 1 over seeds (hand-written reports, hand-worked means and ranges)."""
+"""Table 1 over seeds, from hand-written outcomes files (hand-worked numbers)."""
 
 from __future__ import annotations
 
 import pytest
 
 from evoflow.cli import main
-from evoflow.report.seeds import SeedsError, combine, differences, markdown, read_report
+from evoflow.report.seeds import SeedsError, cell, difference, markdown, read_report
 
-HEADER = "method,babyai,webshop,maze,avg,episodes\n"
+HEADER = "method,round,env,task,successes,episodes\n"
 
 
-def report(root, name, rows):
+def report(root, name, lines, pairs=()):
+    """A report folder with an outcomes.csv (and a comparisons.csv of ``pairs``)."""
     folder = root / name
     folder.mkdir()
-    (folder / "table1.csv").write_text(HEADER + "".join(r + "\n" for r in rows))
+    (folder / "outcomes.csv").write_text(HEADER + "".join(f"{x}\n" for x in lines))
+    if pairs:
+        rows = "".join(f"{a},{b}\n" for a, b in pairs)
+        (folder / "comparisons.csv").write_text("a,b\n" + rows)
     return folder
+
+
+def run(fedse, fedit, round=3):
+    """Outcomes of two methods on tasks m0, m1 (maze) and w0, w1 (wordle); the
+    values are per task, in that order; round 1 of fedse is always all-zero."""
+    tasks = [("maze", "m0"), ("maze", "m1"), ("wordle", "w0"), ("wordle", "w1")]
+    lines = [f"fedse,1,{e},{t},0,1" for e, t in tasks]
+    lines += [
+        f"fedse,{round},{e},{t},{v},1" for (e, t), v in zip(tasks, fedse, strict=True)
+    ]
+    lines += [
+        f"fedit,{round},{e},{t},{v},1" for (e, t), v in zip(tasks, fedit, strict=True)
+    ]
+    return lines
 
 
 @pytest.fixture
 def two_runs(tmp_path):
-    seed0 = report(tmp_path, "seed0", ["fedit,40.00,,20.00,32.00,50",
-                                       "fedse,20.00,,0.00,12.00,50",
-                                       "local,10.00,0.00,0.00,5.00,50"])  # fmt: skip
-    seed1 = report(tmp_path, "seed1", ["fedse,50.00,,10.00,34.00,50",
-                                       "fedit,30.00,,30.00,30.00,50",
-                                       "random,60.00,,10.00,40.00,40"])  # fmt: skip
-    return [read_report(seed0), read_report(seed1)]
+    # run a: fedse solves every task, fedit none; run b: fedse 2 of 4, fedit 2 of 4
+    a = report(tmp_path, "a", run([1, 1, 1, 1], [0, 0, 0, 0]), [("fedse", "fedit")])
+    b = report(tmp_path, "b", run([1, 0, 1, 0], [1, 0, 1, 0]))
+    return [read_report(a), read_report(b)]
 
 
-def test_each_cell_is_the_mean_with_its_range_over_runs(two_runs):
-    spreads, missing = combine(two_runs)
-    assert list(spreads) == ["fedit", "fedse"]  # in the first report's order
-    assert missing == ["local", "random"]
-    fedse = spreads["fedse"]
-    babyai = fedse["babyai"]
-    assert (babyai.mean, babyai.low, babyai.high) == (35, 20, 50)
-    assert fedse["avg"].mean == 23 and fedse["avg"].runs == 2
-    assert fedse["webshop"] is None  # empty in every run: nothing to show
-    assert spreads["fedit"]["maze"].mean == 25
+def test_a_cell_is_the_mean_over_runs_of_their_final_round(two_runs):
+    # Execute
+    pooled = cell(two_runs, "fedse", None)
+    maze = cell(two_runs, "fedse", "maze")
+
+    # Assert: the final round (3) is read, not round 1; (1.0 + 0.5) / 2 = 0.75
+    assert pooled.mean == pytest.approx(0.75) and pooled.runs == 2
+    assert maze.mean == pytest.approx(0.75)
+    # run a is constant, run b varies: the interval spans from b's worst
+    # resample up to a's 1.0
+    assert pooled.high == pytest.approx(1.0) and pooled.low < 0.75
 
 
-def test_differences_are_per_run_pooled_gaps(two_runs):
-    assert differences(two_runs, "fedse", "fedit") == pytest.approx([-20.0, 4.0])
-    with pytest.raises(SeedsError, match="no pooled average for 'local'"):
-        differences(two_runs, "local", "fedit")
+def test_runs_constant_within_give_the_interval_of_the_runs_alone(tmp_path):
+    # Prepare: within each run every task has the same value (0.25 and 0.75
+    # per task, i.e. 1 of 4 and 3 of 4 episodes), so resampling tasks adds
+    # nothing; resampling 2 runs gives means 0.25, 0.5, 0.5, 0.75 with
+    # probability 1/4, 1/2, 1/4: the 95 % percentile interval is [0.25, 0.75]
+    line = "fedse,1,maze,{t},{s},4"
+    one = report(tmp_path, "one", [line.format(t=t, s=1) for t in ("m0", "m1")])
+    two = report(tmp_path, "two", [line.format(t=t, s=3) for t in ("m0", "m1")])
+
+    # Execute
+    estimate = cell([read_report(one), read_report(two)], "fedse", None)
+
+    # Assert
+    assert (estimate.mean, estimate.low, estimate.high) == pytest.approx(
+        (0.5, 0.25, 0.75)
+    )
 
 
-def test_markdown_names_the_runs_the_gaps_and_partial_cells(tmp_path, two_runs):
-    text = markdown(two_runs, ("fedse", "fedit"))
-    row = "| fedse | 35.0 (20.0-50.0) | – | 5.0 (0.0-10.0) | 23.0 (12.0-34.0) |"
-    assert row in text
-    assert "Not in every run, left out: local, random." in text
-    gap = "fedse - fedit, pooled: -20.0, +4.0 (mean -8.0; ahead in 1 of 2 runs)."
-    assert gap in text
-    third = read_report(report(tmp_path, "seed2", ["fedit,50.00,10.00,,40.00,50",
-                                                   "fedse,40.00,,,20.00,50"]))  # fmt: skip
-    table = markdown([*two_runs, third])
-    assert "| fedit | 40.0 (30.0-50.0) | 10.0 (10.0-10.0) [1 of 3 runs] |" in table
+def test_a_difference_is_paired_within_each_run(two_runs):
+    # Execute
+    gap = difference(two_runs, "fedse", "fedit")
+
+    # Assert: run a +1.0, run b 0.0 (identical outcomes), mean +0.5
+    assert gap.per_run == pytest.approx((1.0, 0.0))
+    assert gap.mean == pytest.approx(0.5) and gap.runs == 2
 
 
-def test_reports_that_cannot_be_combined_are_named(tmp_path, two_runs):
-    with pytest.raises(SeedsError, match="at least two reports"):
-        combine(two_runs[:1])
+def test_markdown_names_the_runs_the_pairs_and_what_is_left_out(tmp_path, two_runs):
+    # Prepare: a third run without fedit
+    lonely = report(tmp_path, "c", ["fedse,3,maze,m0,1,1"])
+
+    # Execute
+    text = markdown(two_runs)
+    partial = markdown([*two_runs, read_report(lonely)])
+
+    # Assert
+    assert "| fedse | 75.0 [" in text and "mean over 2 runs" in text
+    assert "| fedse − fedit | +50.0 |" in text and "+100.0, +0.0" in text
+    assert "1 of 2 runs" in text
+    assert "Not in every run, left out: fedit." in partial
+    assert "fedse − fedit" not in partial
+
+
+def test_reports_that_cannot_be_read_are_named(tmp_path, two_runs):
     with pytest.raises(SeedsError, match="no such file"):
         read_report(tmp_path / "absent")
-    odd = tmp_path / "odd.csv"
-    odd.write_text("method,babyai,avg\nfedse,10.00,10.00\n")
-    with pytest.raises(SeedsError, match=r"columns \['babyai', 'avg'\] differ"):
-        combine([two_runs[0], read_report(odd)])
-    odd.write_text("method,babyai,avg\nfedse,ten,10.00\n")
-    with pytest.raises(SeedsError, match="'babyai': 'ten' is not a number"):
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    (odd / "outcomes.csv").write_text("method,babyai\nfedse,1\n")
+    with pytest.raises(SeedsError, match="not an outcomes file"):
         read_report(odd)
-    odd.write_text("method,babyai,avg\nfedse,10.00,10.00\nfedse,20.00,20.00\n")
-    with pytest.raises(SeedsError, match="methods listed twice: fedse"):
+    (odd / "outcomes.csv").write_text(HEADER + "fedse,1,maze,m0,two,1\n")
+    with pytest.raises(SeedsError, match="not a number"):
         read_report(odd)
-    small = report(tmp_path, "small", ["fedit,40.00,,20.00,32.00,50",
-                                       "fedse,20.00,,0.00,12.00,25"])  # fmt: skip
-    differ = r"fedse: test episodes differ between runs \(50, 25\)"
-    with pytest.raises(SeedsError, match=differ):
-        combine([two_runs[0], read_report(small)])
-    odd.write_text("name,babyai\nfedse,10\n")
-    with pytest.raises(SeedsError, match="not a Table 1 CSV"):
-        read_report(odd)
+    with pytest.raises(SeedsError, match="'random' is not in"):
+        difference(two_runs, "random", "fedit")
 
 
-def test_the_command_prints_the_table(tmp_path, two_runs, capsys):
-    folders = [str(r.source.parent) for r in two_runs]
-    assert main(["seeds", *folders, "--diff", "fedse", "fedit"]) == 0
+def test_cli_prints_the_table_and_a_requested_difference(two_runs, capsys):
+    # Execute
+    code = main(["seeds", str(two_runs[0].source), str(two_runs[1].source),
+                 "--diff", "fedit", "fedse"])  # fmt: skip
+
+    # Assert
     out = capsys.readouterr().out
-    assert out.startswith("| Method | BabyAI | WebShop | Maze | Avg |")
-    assert "mean -8.0" in out
-    assert main(["seeds", folders[0]]) == 2  # one run: a clear error, exit 2
+    assert code == 0
+    assert "| fedit − fedse | -50.0 |" in out and "| fedse − fedit | +50.0 |" in out

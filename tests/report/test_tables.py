@@ -53,8 +53,13 @@ def test_table_formats_show_rates_and_gain_over_pretrained():
     assert "| Method | Maze | Wordle | Avg |" in md
     assert "| Pre-Trained | 32.0 | 20.0 | 26.0 |" in md
     assert "| Fed-SE | 68.0 | 32.0 | 50.0 (+24.0) |" in md
-    assert csv_text(rows).splitlines() == ["method,maze,wordle,avg,episodes", "pretrained,32.00,20.00,26.00,50",
-                                           "fedse,68.00,32.00,50.00,50"]  # fmt: skip
+    header = ("method,maze,maze_k,maze_n,maze_low,maze_high,wordle,wordle_k,wordle_n,"
+              "wordle_low,wordle_high,avg,avg_k,avg_n,avg_low,avg_high,episodes")  # fmt: skip
+    assert csv_text(rows).splitlines() == [
+        header,
+        "pretrained,32.00,8,25,,,20.00,5,25,,,26.00,13,50,,,50",
+        "fedse,68.00,17,25,,,32.00,8,25,,,50.00,25,50,,,50",
+    ]
     assert r"Fed-SE & 68.0 & 32.0 & 50.0 (+24.0) \\" in latex(rows)
 
 
@@ -65,6 +70,47 @@ def test_the_random_reference_leaves_unlisted_envs_empty_and_shows_no_gain():
                  {"webshop": 0, "maze": 25})  # fmt: skip
     md = markdown([base, chance])
     assert "| Random (valid actions) | – | 40.0 | 40.0 |" in md
+
+
+def outcomes(results):
+    """Outcomes from per-env lists of per-task (successes, episodes)."""
+    from evoflow.report.outcomes import Outcomes
+
+    return Outcomes({(env, f"{env}{i}"): v for env, values in results.items()
+                     for i, v in enumerate(values)})  # fmt: skip
+
+
+def test_cells_from_episodes_carry_their_count_and_wilson_interval():
+    # Prepare: maze 8 of 20 single episodes; wordle 0 of 20
+    got = outcomes({"maze": [(1, 1)] * 8 + [(0, 1)] * 12, "wordle": [(0, 1)] * 20})
+    fedse = Row("fedse", "Fed-SE", {"maze": 8, "wordle": 0}, {"maze": 20, "wordle": 20},
+                outcomes=got)  # fmt: skip
+
+    # Execute
+    md = markdown([fedse])
+    lines = csv_text([fedse]).splitlines()
+
+    # Assert: Wilson's 95 % interval worked by hand from its formula
+    # (z = 1.96): 8/20 -> [21.9, 61.3]; 0/20 -> [0.0, 16.1]; 8/40 -> [10.5, 34.8]
+    assert ("| Fed-SE | 40.0 (8/20) [21.9, 61.3] | 0.0 (0/20) [0.0, 16.1] | "
+            "20.0 (8/40) [10.5, 34.8] |") in md  # fmt: skip
+    assert lines[1].startswith("fedse,40.00,8,20,21.88,61.34,0.00,0,20,0.00,16.11,")
+
+
+def test_a_reference_played_several_times_per_task_is_bootstrapped_over_tasks():
+    # Prepare: 4 tasks of one env, each played 4 times: 4/4, 4/4, 0/4, 0/4. Its
+    # 16 episodes are not 16 independent draws: the interval comes from the 4
+    # tasks (bootstrap over tasks), so it is far wider than Wilson's for 8/16
+    got = outcomes({"maze": [(4, 4), (4, 4), (0, 4), (0, 4)]})
+    chance = Row("random", "Random", {"maze": 8}, {"maze": 16}, outcomes=got)
+
+    # Execute
+    low, high = chance.interval("maze")
+
+    # Assert: the mean of 4 resampled 0/1 tasks: 0 and 1 each have probability
+    # 1/16, so the 2.5 and 97.5 % percentiles are 0 and 100
+    assert (low, high) == (0.0, 100.0)
+    assert "50.0 (8/16) [0.0, 100.0]" in markdown([chance])
 
 
 def test_paper_numbers_appear_beside_ours_for_a_paper_model():
@@ -90,8 +136,11 @@ def test_report_lists_methods_in_table_1_order_whatever_the_config_order(tmp_pat
     from evoflow.config import load_config
     from evoflow.methods import methods_from_config
     from evoflow.report.build import build_report, report_outputs
+    from evoflow.store import ShardMeta, write_shard
+    from tests.helpers import make_episode
 
     config = load_config("tests/configs/tiny.yaml")  # keys come back sorted
+    meta = ShardMeta(experiment="tiny", config_hash="x", model_id="m", seed=0)
     for name, method in methods_from_config(config).items():
         for round in method.eval_rounds:
             for env in config["envs"]:
@@ -100,6 +149,10 @@ def test_report_lists_methods_in_table_1_order_whatever_the_config_order(tmp_pat
                 metrics = {"env": env, "successes": 1, "episodes": 2,
                            "mean_turns": 4.0, "invalid_action_rate": 0.25}  # fmt: skip
                 (path / "metrics.json").write_text(json.dumps(metrics))
+                episodes = [make_episode(i, env=env, task_id=f"t{i}", method=name,
+                                         success=i == 0, split="test", source="eval")
+                            for i in range(2)]  # fmt: skip
+                write_shard(path / "episodes.parquet", episodes, meta)
         for round in range(1, method.final_round + 1) if method.kind.explores else ():
             for env in config["envs"]:
                 path = tmp_path / name / f"round={round}" / f"client={env}"
@@ -108,12 +161,19 @@ def test_report_lists_methods_in_table_1_order_whatever_the_config_order(tmp_pat
                 (path / "buffer.json").write_text(json.dumps({"info": info}))
     outputs = report_outputs(config, tmp_path / "reports")
     rows = build_report(config, tmp_path, outputs)
-    expected = ["pretrained", "random", "local", "centralized", "fedit", "fedse"]
+    expected = ["pretrained", "random", "local", "centralized", "fedit",
+                "fedit_matched", "fedse"]  # fmt: skip
     assert [r.method for r in rows] == expected
     table = (tmp_path / "reports" / "table1.md").read_text()
-    titles = [line.split("|")[1].strip() for line in table.splitlines()[2:8]]
+    titles = [line.split("|")[1].strip() for line in table.splitlines()[2:9]]
     assert titles == ["Pre-Trained", "Random (valid actions)", "Local",
-                      "Centralized", "FedIT", "Fed-SE"]  # fmt: skip
+                      "Centralized", "FedIT", "FedIT, matched budget", "Fed-SE"]  # fmt: skip
+    # every method solved task t0 of each env and failed t1: 1 of 2, 2 of 4 pooled
+    assert "| Fed-SE | 50.0 (1/2) [9.5, 90.5] | 50.0 (1/2) [9.5, 90.5] |" in table
+    # identical outcomes: no discordant task, nothing resolved
+    assert "| Fed-SE − FedIT, matched budget | +0.0 | [+0.0, +0.0] | 1.000 |" in table
+    pairs = (tmp_path / "reports" / "comparisons.csv").read_text().splitlines()
+    assert pairs[1].startswith("fedit_matched,fedit,") and len(pairs) == 1 + 3 + 5 * 2
     rounds, envs = config["fed"]["rounds"], len(config["envs"])
     per_round = " → ".join([str(envs)] * rounds)  # each client found 1 of 3
     found = (

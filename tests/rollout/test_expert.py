@@ -15,19 +15,19 @@ def _content(episode):
 
 
 def test_demos_never_exceed_the_turn_cap_and_are_replaced():
-    # Prepare: uncapped, the expert needs 14, 9 and 11 moves on the seeded tasks
+    # Prepare: uncapped, the expert needs 5, 6 and 9 moves on the seeded tasks
     uncapped = expert_demos("maze", 3, "t", seed=0)
-    assert [e.n_turns for e in uncapped] == [14, 9, 11]
+    assert [e.n_turns for e in uncapped] == [5, 6, 9]
 
     # Execute
-    capped = expert_demos("maze", 3, "t", seed=0, max_turns=5)
+    capped = expert_demos("maze", 3, "t", seed=0, max_turns=4)
 
-    # Assert: three demonstrations, each finished within 5 turns, horizon 5
+    # Assert: three demonstrations, each finished within 4 turns, horizon 4
     assert len(capped) == 3
     assert all(e.success and e.termination == "done" for e in capped)
-    assert all(e.n_turns <= 5 and e.horizon == 5 for e in capped)
+    assert all(e.n_turns <= 4 and e.horizon == 4 for e in capped)
     assert not {e.task_id for e in capped} & {e.task_id for e in uncapped}
-    again = expert_demos("maze", 3, "t", seed=0, max_turns=5)
+    again = expert_demos("maze", 3, "t", seed=0, max_turns=4)
     assert [_content(e) for e in again] == [_content(e) for e in capped]
 
 

@@ -60,3 +60,22 @@ def test_local_benchmarks_join_the_evaluation_under_their_names(tmp_path):
     assert groups == ["math-L1", "math-L2", "math-L3", "math-L4", "gsm8k"]
     with pytest.raises(ValueError, match="benchmarks.gone: no file at"):
         eval_problems(DataSettings(benchmarks=(("gone", str(tmp_path / "x")),)), 0)
+
+
+def test_a_benchmark_problem_with_a_seed_or_validation_fact_is_dropped(
+    tmp_path, caplog
+):
+    # HumanEval+ repeats HumanEval's prompts: a line with a seed-half or a
+    # validation prompt must not be evaluated
+    from evoflow.sage.data import humaneval_splits
+
+    seed_half, validation, test = humaneval_splits()
+    rows = [{"prompt": p.question, "tests": ["assert True"]}
+            for p in (seed_half[0], validation[0], test[0])]  # fmt: skip
+    path = write(tmp_path, rows, "heplus.jsonl")
+    settings = DataSettings(math_per_level=0, code=0, humaneval=1, eval_math_per_level=0,
+                            eval_humaneval=0, val_math_per_level=0, val_humaneval=1,
+                            benchmarks=(("heplus", str(path)),))  # fmt: skip
+    kept = eval_problems(settings, 0)
+    assert [p.question for p in kept] == [test[0].question]
+    assert "heplus: 2 of 3 problems dropped" in caplog.text

@@ -1,20 +1,23 @@
-"""SAGE's offline data: disjoint seed and held-out sets, warm-up replies that
-every role's reader accepts, and the Solver's evaluation."""
+"""SAGE's offline data: seed, validation and held-out sets that share no fact,
+warm-up replies that every role's reader accepts, and the Solver's evaluation."""
 
 from __future__ import annotations
 
 import pytest
 
 from evoflow.policy.base import Generation
-from evoflow.sage import roles, warmup
+from evoflow.sage import facts, roles, warmup
 from evoflow.sage.data import (
     DataSettings,
     eval_problems,
     humaneval_halves,
+    humaneval_splits,
     seed_problems,
+    validation_problems,
 )
 from evoflow.sage.evaluate import evaluate_solver
 from evoflow.sage.pool import text_key
+from evoflow.sage.problems import Problem, code_problem, math_problem
 from evoflow.sage.rewards import format_score
 from evoflow.sage.step import Checker
 from evoflow.verify import MathVerifier
@@ -37,13 +40,60 @@ def test_humaneval_halves_are_disjoint_and_cover_it():
     assert 60 < len(seed) < 104  # a hash split, roughly even
 
 
-def test_nothing_held_out_is_in_the_seed_set():
-    seeds, held = seed_problems(SETTINGS, 0), eval_problems(SETTINGS, 0)
-    assert len(seeds) == 3 * 5 + 6 + 3 and len(held) <= 4 * 5 + 3
-    assert not {text_key(p.question) for p in seeds} & {
-        text_key(p.question) for p in held
-    }
+def test_humaneval_validation_and_test_split_the_held_out_half():
+    seed, validation, test = humaneval_splits()
+    assert seed == humaneval_halves()[0]
+    assert sorted(p.id for p in validation + test) == sorted(
+        p.id for p in humaneval_halves()[1]
+    )
+    assert not {p.id for p in validation} & {p.id for p in test}
+    assert (len(validation), len(test)) == (25, 52)  # a third / two thirds, by hash
+
+
+def test_no_two_sets_share_a_question_or_a_fact():
+    settings = DataSettings(**{**SETTINGS.__dict__, "val_humaneval": 3})
+    sets = [f(settings, 0) for f in (seed_problems, validation_problems, eval_problems)]
+    seeds, validation, held = sets
+    assert len(seeds) == 3 * 5 + 6 + 3 and len(held) == 4 * 5 + 3
+    assert len(validation) == 4 * 10 + 3
+    for a, b in ((seeds, validation), (seeds, held), (validation, held)):
+        assert not {text_key(p.question) for p in a} & {text_key(p.question) for p in b}
+        assert not facts.facts(a) & facts.facts(b)
     assert {p.level for p in held if p.kind == "math"} == {1, 2, 3, 4}
+    assert {p.source for p in validation} == {"generated", "humaneval"}
+
+
+def test_the_embedded_configs_sets_share_no_arithmetic():
+    # config/sage.yaml's data: by question text alone, 26 of 79 held-out
+    # problems had a seed problem's exact worked line (28 counting 3 + 4 and
+    # 4 + 3 as one fact); by fact, none, and more indices keep the 80 asked for
+    settings = DataSettings(math_per_level=40, math_levels=(0,), code=0,
+                            eval_math_per_level=80, eval_math_levels=(0,),
+                            eval_humaneval=0, val_math_per_level=40)  # fmt: skip
+    seeds, held = seed_problems(settings, 0), eval_problems(settings, 0)
+    validation = validation_problems(settings, 0)
+    assert (len(seeds), len(validation), len(held)) == (40, 40, 80)
+    assert facts.shared(seeds, held) == facts.shared(seeds, validation) == 0
+    assert facts.shared(validation, held) == 0
+    old = [p for p in (math_problem(0, 0, 100_000 + i) for i in range(80))
+           if text_key(p.question) not in {text_key(q.question) for q in seeds}]  # fmt: skip
+    assert (len(old), facts.shared(seeds, old)) == (79, 28)
+
+
+def test_a_fact_is_its_operands_and_operation():
+    def key(solution, kind="math", source="generated"):
+        return facts.fact_key(Problem("p", kind, "q", "1", solution=solution,
+                                      source=source))  # fmt: skip
+
+    assert key("3 + 4 = 7") == key("4 + 3 = 7") != key("7 - 4 = 3")
+    assert key("7 - 4 = 3") != key("7 - 3 = 4")
+    assert key("40 + 9 - 3 = 46") == key("9 + 40 - 3 = 46") != key("40 + 3 - 9 = 34")
+    assert key("18 * 5 / 3 = 30") == key("5 * 18 / 3 = 30")
+    code = [code_problem(0, i) for i in (0, 6)]  # the same task, other tests
+    assert code[0].tests != code[1].tests
+    assert facts.fact_key(code[0]) == facts.fact_key(code[1]) == "code:sum_even"
+    # other problems (HumanEval, benchmarks, Challenger questions): their text
+    assert key("", source="gsm8k") == key("", source="challenger")
 
 
 def test_warmup_replies_carry_every_tag_and_read_back(checker):

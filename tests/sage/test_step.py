@@ -210,3 +210,29 @@ def test_planner_and_solver_work_on_problems_drawn_from_the_pool(checker, questi
     # a question the Critic refused is never planned or solved in its step
     on_new = ["Lea has 2 cats" in chat[0]["content"] for chat in prompts["planner"]]
     assert any(on_new) == joins and not all(on_new)
+
+
+@pytest.mark.parametrize(("question_score", "high"), [(7, 0), (9, 3)])
+def test_a_steps_metrics_count_the_critics_acceptances_and_the_pool(checker,
+                                                                   question_score,
+                                                                   high):  # fmt: skip
+    # three tagged questions (one the same text, one whose answer
+    # is empty) and one with no <question>: the Critic rates three
+    replies = iter([QUESTION + "<answer>5</answer>", QUESTION + "<answer>5</answer>",
+                    QUESTION.replace("2 cats", "4 cats") + "<answer></answer>",
+                    "no question"])  # fmt: skip
+
+    def ask(role, chats):
+        if role == "challenger":
+            return [Generation(next(replies), 1, 1) for _ in chats]
+        return scripted("", question_score, 9)[0](role, chats)
+
+    result, pool = step(ask, checker, questions=4, planning=False)
+    m = result.metrics
+    assert (m["questions"], m["rated"], m["critic_accepted"]) == (4, 3, high)
+    assert m["critic_acceptance_rate"] == high / 4
+    joined = 1 if high else 0  # the repeat is a duplicate, no answer: invalid
+    assert (m["joined"], m["join_rate"], m["pool_size"]) == (joined, joined / 4,
+                                                            3 + joined)  # fmt: skip
+    assert m["offers"] == {"accepted": joined, "rejected": 0 if high else 2,
+                           "duplicate": 1 if high else 0}  # fmt: skip

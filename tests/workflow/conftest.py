@@ -14,12 +14,18 @@ TINY = ROOT / "tests" / "configs" / "tiny.yaml"
 
 
 def snakemake(
-    workdir: Path, *args: str, config: Path = TINY, check: bool = True, **kwargs
+    workdir: Path,
+    *args: str,
+    config: Path | tuple[Path, ...] = TINY,
+    check: bool = True,
+    **kwargs,
 ):
-    """Run snakemake on the repository's Snakefile inside ``workdir``."""
+    """Run snakemake on the repository's Snakefile inside ``workdir`` (with
+    several config files, each laid over the ones before it)."""
+    configs = [str(c) for c in (config if isinstance(config, tuple) else (config,))]
     command = [
         sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
-        "--directory", str(workdir), "--configfile", str(config), "--cores", "2",
+        "--directory", str(workdir), "--configfile", *configs, "--cores", "2",
         "--set-threads", "explore=1", "train_client=1", "train_pooled=1", "evaluate=1",
         "rl_span=1", "rl_client_span=1", "tts_turns=1", "tts_passk=1",
         *args,

@@ -53,12 +53,12 @@ def test_training_jobs_ran_with_their_own_seeds(tiny_run):
     # Prepare: where each job's training.json lies, and its seed worked out by hand
     results = tiny_run / "results" / "tiny"
     expected = {
-        "fedse/round=1/client=maze": derive_seed(0, "sft", "fedse", 1, "all-clients"),
-        "fedse/round=1/client=wordle": derive_seed(0, "sft", "fedse", 1, "all-clients"),
-        "fedse/round=2/client=maze": derive_seed(0, "sft", "fedse", 2, "maze"),
-        "fedse/round=2/client=wordle": derive_seed(0, "sft", "fedse", 2, "wordle"),
-        "local/round=1/client=maze": derive_seed(0, "sft", "local", 1, "maze"),
-        "centralized/round=1/global": derive_seed(0, "sft", "centralized", 1, "pooled"),
+        "fedse/round=1/client=maze": derive_seed(0, "sft", 1, "all-clients"),
+        "fedse/round=1/client=wordle": derive_seed(0, "sft", 1, "all-clients"),
+        "fedse/round=2/client=maze": derive_seed(0, "sft", 2, "maze"),
+        "fedse/round=2/client=wordle": derive_seed(0, "sft", 2, "wordle"),
+        "local/round=1/client=maze": derive_seed(0, "sft", 1, "maze"),
+        "centralized/round=1/global": derive_seed(0, "sft", 1, "pooled"),
     }
 
     # Execute
@@ -86,7 +86,8 @@ def test_deleting_one_client_adapter_reruns_only_what_depends_on_it(
     # Execute
     jobs = planned_jobs(tiny_copy)
 
-    # Assert: that client, its round's aggregate and everything after it in Fed-SE
+    # Assert: that client, its round's aggregate and everything after it in
+    # Fed-SE, and the matched-budget control's client, which reads its steps
     rules = sorted(
         {
             (rule, out.split("/")[2], out.split("/")[3])
@@ -100,10 +101,15 @@ def test_deleting_one_client_adapter_reruns_only_what_depends_on_it(
         "fedse",
         "round=1",
     ) not in rules  # exploration came before training
-    assert {m for _, m, _ in rules} == {"fedse"}  # no other method is touched
-    assert (
-        sum(1 for r, _, rnd in rules if r == "train_client" and rnd == "round=1") == 1
-    )
+    assert {m for _, m, _ in rules} == {"fedse", "fedit_matched"}  # no other method
+    assert ("train_client", "fedit_matched", "round=1") in rules
+    assert sum(1 for r, m, rnd in rules
+               if r == "train_client" and rnd == "round=1" and m == "fedse") == 1  # fmt: skip
+    maze = [out for rule, out in jobs if rule == "train_client" and "round=1" in out]
+    assert sorted(maze) == [
+        "results/tiny/fedit_matched/round=1/client=maze/adapter",
+        "results/tiny/fedse/round=1/client=maze/adapter",
+    ]  # only the maze client of each
     ledger = tiny_copy / "logs/tiny/bench" / warmstart.LEDGER
     notes = ledger.read_text()
     snakemake(tiny_copy, env={**os.environ, warmstart.SWITCH_VAR: "0"})
@@ -203,7 +209,7 @@ def test_aggregation_never_sees_trajectories(tmp_path):
     workdir.mkdir()
     jobs = dry_run_jobs(snakemake(workdir, "-n", "--forceall").stdout)
     server = [job for job in jobs if job["rule"] == "aggregate"]
-    assert len(server) == 4  # fedit and fedse, two rounds each
+    assert len(server) == 6  # fedit, fedit_matched and fedse, two rounds each
     for job in server:
         assert job["input"], job
         assert all(

@@ -24,13 +24,13 @@ SNAPSHOT = Path(__file__).parent / "snapshots" / "plans.json"
 CONFIGS = {
     "tiny": TINY,
     "embedded": ROOT / "config" / "config.yaml",
-    "ablations": ROOT / "config" / "ablations.yaml",
+    "ablations": (ROOT / "config" / "config.yaml", ROOT / "config" / "ablations.yaml"),
     "paper-llama": ROOT / "config" / "paper" / "fedse_llama-2-7b.yaml",
 }
 DIGEST_ONLY = {"paper-llama"}  # 1,982 jobs: stored as count and sha256 only
 
 
-def plan(config: Path) -> list[dict]:
+def plan(config: Path | tuple[Path, ...]) -> list[dict]:
     """Every job of a forced dry run: rule, sorted inputs, sorted outputs."""
     with tempfile.TemporaryDirectory() as workdir:
         out = snakemake(Path(workdir), "-n", "--forceall", config=config).stdout

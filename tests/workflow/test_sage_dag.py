@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from evoflow.sage import pool
+from evoflow.sage import facts, pool
+from evoflow.sage.run import read_problems
 from evoflow.store.query import connect
 from evoflow.store.shards import read_shard
 from tests.workflow.conftest import ROOT, snakemake
@@ -29,12 +30,23 @@ def test_spans_chain_and_store_every_role(run):
         steps = [json.loads((results / f"{method}/round={r}/global/metrics.json")
                             .read_text())["steps"] for r in (1, 2)]  # fmt: skip
         assert [s["step"] for span in steps for s in span] == [0, 1]
+        row = steps[0][0]  # per step: the Critic's acceptances and the pool
+        assert {
+            "critic_accepted",
+            "critic_acceptance_rate",
+            "joined",
+            "pool_size",
+        } <= set(row)
         played = read_shard(results / f"{method}/round=2/global/rollouts.parquet")
         assert {"challenger", "planner", "solver", "critic"} <= set(
             played.column("agent_role").to_pylist())  # fmt: skip
     files = [results / "sage_data/pool.parquet",
              *(results / f"sage/round={r}/global/pool.parquet" for r in (1, 2))]  # fmt: skip
     assert len(pool.read(files)) >= 3  # the seed pool: 2 maths + 1 code task
+    sets = [read_problems(results / f"sage_data/{name}_problems.json")
+            for name in ("eval", "val")]  # fmt: skip
+    assert all(sets) and facts.shared(*sets) == 0
+    assert facts.shared([e.problem for e in pool.read(files[:1]).entries], sets[1]) == 0
 
 
 def test_each_round_is_evaluated_and_the_report_has_the_papers_rows(run):
@@ -46,6 +58,7 @@ def test_each_round_is_evaluated_and_the_report_has_the_papers_rows(run):
     text = (run / "reports/tiny-sage/sage_tables.md").read_text()
     assert "Qwen-2.5-7B-Instruct | SAGE | 76.2" in text
     assert "| w/o critic training |" in text and "Base Model (warm-up SFT)" in text
+    assert "## Questions accepted per step — ours" in text and "| SAGE | 2 |" in text
     assert (run / "reports/tiny-sage/figures/sage_dynamics.png").stat().st_size > 0
     con = connect(run / "results")
     assert con.execute("SELECT count(*) FROM pool").fetchone()[0] >= 3

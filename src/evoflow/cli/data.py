@@ -59,18 +59,31 @@ def _config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", type=Path, help="experiment YAML file")
 
 
+def _check_config_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", type=Path, help="experiment YAML file")
+    p.add_argument("overlays", nargs="*", type=Path,
+                   help="config files laid over it, as snakemake --configfile a b merges "
+                        "them (default: none)")  # fmt: skip
+    p.add_argument("--allow-paper-scale", action="store_true",
+                   help="accept a config on the embedded model that inherits the "
+                        "schema's paper-scale defaults (default: refuse it)")  # fmt: skip
+
+
 @command(
     "check-config",
     "Validate an experiment config and print it with defaults and its sha256 "
     "(the hash a SuperNode pins with --node-config config_sha256=...).",
-    _config_args,
+    _check_config_args,
 )
 def _check_config(args: argparse.Namespace) -> int:
     import yaml
 
-    from evoflow.config import config_hash, load_config
+    from evoflow.config import check_scale, config_hash, load_config, load_raw
 
-    config = load_config(args.path)
+    files = [args.path, *args.overlays]
+    config = load_config(*files)
+    if not args.allow_paper_scale:
+        check_scale(load_raw(*files), config, ", ".join(map(str, files)))
     print(yaml.safe_dump(config, sort_keys=False), end="")
     print(f"# sha256: {config_hash(config)}")
     return 0
@@ -216,13 +229,14 @@ def _timing(args: argparse.Namespace) -> int:
 
 def _seeds_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("reports", nargs="+",
-                   help="finished report folders (reports/<experiment>) or their table1.csv")  # fmt: skip
+                   help="finished report folders (reports/<experiment>) or their outcomes.csv")  # fmt: skip
     p.add_argument("--diff", nargs=2, metavar=("A", "B"),
-                   help="also print method A's pooled average minus B's, per run")  # fmt: skip
+                   help="also compare method A with B (paired, over runs); the pairs "
+                        "the first report compared are always shown")  # fmt: skip
 
 
-@command("seeds", "Table 1 over runs with different seeds: mean and range per cell.",
-         _seeds_args)  # fmt: skip
+@command("seeds", "Table 1 over runs with different seeds: mean and 95 % interval "
+         "per cell, and paired differences over runs.", _seeds_args)  # fmt: skip
 def _seeds(args: argparse.Namespace) -> int:
     from evoflow.report.seeds import markdown, read_report
 

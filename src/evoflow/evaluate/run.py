@@ -1,4 +1,7 @@
-"""Run a policy greedily on test tasks of every environment and store the results.
+"""Run a policy greedily on the evaluated tasks of every environment; store them.
+
+The evaluated split is test, or validation in a config that chooses settings
+(``evaluation.split``).
 
 All environments of a (method, round) are evaluated in one batch: the model is
 loaded once and decoding steps are shared by every live episode (episodes with
@@ -25,23 +28,30 @@ from evoflow.store import Episode, ShardMeta, write_shard
 log = logging.getLogger(__name__)
 
 
+EVAL_SPLITS = ("test", "validation")
+
+
 def eval_tasks(
     env_name: str,
     count: int | None,
     seed: int,
     remote: dict | None = None,
     strata: list[str] | None = None,
+    split: str = "test",
 ) -> list[str]:
-    """The evaluated test tasks: the same for every method of an experiment.
+    """The evaluated tasks: the same for every method of an experiment.
 
-    A subset is drawn stratified by the env's ``stratum`` (BabyAI level family,
-    TextCraft depth, Maze distance, …), so it keeps the split's mix; with
-    ``strata`` (``envs.<env>.strata``) only those strata's tasks are drawn from;
-    a remote env's tasks form one stratum.
+    A subset of ``split`` (test, or validation where settings are chosen) is
+    drawn stratified by the env's ``stratum`` (BabyAI level family, TextCraft
+    depth, Maze distance, …), so it keeps the split's mix; with ``strata``
+    (``envs.<env>.strata``) only those strata's tasks are drawn from; a remote
+    env's tasks form one stratum.
     """
-    ids = split_ids(env_name, "test", remote, strata)
+    if split not in EVAL_SPLITS:
+        raise ValueError(f"evaluation split {split!r} is not one of {EVAL_SPLITS}")
+    ids = split_ids(env_name, split, remote, strata)
     stratum = env_class(env_name).stratum if remote is None else (lambda _: "all")
-    return choose_stratified(ids, count, stratum, seed, "test", env_name)
+    return choose_stratified(ids, count, stratum, seed, split, env_name)
 
 
 def evaluate_envs(
@@ -49,20 +59,23 @@ def evaluate_envs(
     specs: Mapping[str, RolloutSpec],
     envs: Mapping[str, Mapping],
     width: int = 16,
+    split: str = "test",
 ) -> dict[str, tuple[list[Episode], dict]]:
     """Greedy episodes and metrics per environment (``specs`` keyed by env), on
-    the test tasks of each env's config entry (``test``, ``remote``, ``strata``,
-    ``dialect``)."""
+    the ``split`` tasks of each env's config entry (``test`` tasks of it,
+    ``remote``, ``strata``, ``dialect``)."""
     jobs, factories = [], {}
     for env_name, spec in specs.items():
         digest = adapter_digest(spec.adapter) if spec.adapter else None
-        spec = replace(spec, split="test", source="eval", adapter_sha256=digest,
+        spec = replace(spec, split=split, source="eval", adapter_sha256=digest,
                        sampling=replace(spec.sampling, temperature=0.0))  # fmt: skip
         env = envs[env_name]
         factories[env_name] = configured_factory(env_name, env)
         tasks = eval_tasks(env_name, env.get("test"), spec.seed, env.get("remote"),
-                           env.get("strata"))  # fmt: skip
-        jobs += [Job(env_name, task, 0, spec) for task in tasks]
+                           env.get("strata"), split)  # fmt: skip
+        jobs += [
+            Job(env_name, task, k, spec) for task in tasks for k in range(spec.samples)
+        ]
     episodes = play(policy, factories, jobs, width)
     results = {}
     for env_name, spec in specs.items():
@@ -85,6 +98,7 @@ def run_evaluation(
     outputs: Mapping[str, tuple[str | Path, str | Path]],
     threads: int = 1,
     random_actions: bool = False,
+    samples: int = 1,
 ) -> dict[str, dict]:
     """Evaluate a (method, round) on the environments of ``outputs``; store it.
 
@@ -93,12 +107,15 @@ def run_evaluation(
     ``config`` needs experiment, seed, model, generation and those envs.
     With ``random_actions`` no model plays: each turn takes a listed action
     at random (``RandomChoicePolicy``), in the envs that list their actions;
-    the others get no episodes (their table cell is empty).
+    the others get no episodes (their table cell is empty). ``samples``
+    plays each task that many times, each episode with its own seed (for the
+    random reference; a greedy model would repeat itself).
     """
     from evoflow.runtime import configure_threads, policy_from_config, rollout_spec
 
     configure_threads(threads)
     envs = config["envs"]
+    split = (config.get("evaluation") or {}).get("split", "test")
     specs = {
         env: rollout_spec(
             config,
@@ -106,7 +123,7 @@ def run_evaluation(
             method=method,
             round=round,
             client=env,
-            split="test",
+            split=split,
             source="eval",
             adapter=adapters.get(env),
             temperature=0.0,
@@ -114,11 +131,14 @@ def run_evaluation(
         for env in outputs
     }
     if random_actions:
-        specs = {env: replace(spec, constrain_actions=True) for env, spec in specs.items()
+        specs = {env: replace(spec, constrain_actions=True, samples=samples)
+                 for env, spec in specs.items()
                  if envs[env]["remote"] is None and env_class(env).lists_actions}  # fmt: skip
     policy = RandomChoicePolicy() if random_actions else policy_from_config(config)
     try:
-        results = evaluate_envs(policy, specs, envs, config["generation"]["width"])
+        results = evaluate_envs(
+            policy, specs, envs, config["generation"]["width"], split
+        )
     finally:
         policy.close()
     for env in set(outputs) - set(results):

@@ -59,8 +59,17 @@ KINDS = (
         "AgentTraj-L-SFT",
         pooled=True,
         expert_set=EXPERT_LARGE,
+        versus=("agenttraj_sft",),
     ),
-    Kind("agentevol", FAMILY, "AgentEvol", pooled=True, explores=True, iterative=True),
+    Kind(
+        "agentevol",
+        FAMILY,
+        "AgentEvol",
+        pooled=True,
+        explores=True,
+        iterative=True,
+        versus=("agenttraj_sft", "agenttraj_l_sft"),
+    ),
 )
 
 

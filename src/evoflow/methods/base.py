@@ -37,6 +37,8 @@ class Kind:
     pooled: bool = False  # one adapter on all envs' data, no federation
     iterative: bool = False  # round 0 trains a base; every round is evaluated
     expert_set: str = "expert"  # the demonstrations a pooled adapter learns
+    matched: bool = False  # clients copy an exploring method's training steps
+    versus: tuple[str, ...] = ()  # kinds the report compares it with (paired)
 
 
 @dataclass(frozen=True)
@@ -80,13 +82,17 @@ class Method:
         Returns
         -------
         SFTConfig
-            ``self.sft`` whose ``seed`` is derived from (experiment seed, method,
-            round, client); all clients of a federated method's round 1 share
-            theirs, so their fresh LoRAs start from the same weights.
+            ``self.sft`` whose ``seed`` is derived from (experiment seed, round,
+            client); all clients of a federated method's round 1 share theirs,
+            so their fresh LoRAs start from the same weights. The method's name
+            is not part of it: methods are paired, so two methods whose jobs
+            see the same data and settings take the same steps (FedIT and
+            Fed-SE start round 1 from one LoRA initialisation), and a
+            difference between them is a difference in what they train on.
         """
         shared = self.kind.federated and round == 1
         who = ALL_CLIENTS if shared else client
-        seed = derive_seed(self.sft.seed, "sft", self.name, round, who)
+        seed = derive_seed(self.sft.seed, "sft", round, who)
         return replace(self.sft, seed=seed)
 
     def settings(self) -> dict[str, Any]:

@@ -10,6 +10,8 @@ local                        one LoRA per env on that env's expert demos, each
                              evaluated on its own env
 centralized                  one LoRA on every env's expert demos (data pooled)
 fedit                        federated rounds on static expert demos
+fedit_matched                FedIT at an exploring method's training budget
+                             (see below)
 fedse                        federated self-evolution: explore, keep successes,
                              accumulate, train, average
 fedse_no_history             buffer = expert demos + this round's successes only
@@ -34,8 +36,22 @@ round where every client's count is 0 the server takes the unweighted mean
 instead and says so in ``comm.json`` (``applied: mean`` and a ``fallback``
 reason).
 
+``FedIT, matched budget`` is the control that separates "learned from its own
+successes" from "trained longer": a Fed-SE client takes its demonstrations'
+steps plus up to ``explored_steps`` more on what it explored, so in a round
+where exploration found successes it trains longer than a FedIT client. Each
+client of ``fedit_matched`` trains, in each round, on the expert demos alone for
+exactly as many optimizer steps as the client of the same env and round of the
+method named by ``budget_of`` (default ``fedse``) took — read at run time from
+that client's ``training.json`` — under the same cosine schedule over those
+steps and the same SFT seed. What is left between the two is the data.
+
+``random`` plays every test task ``samples`` times (default 20), each with its
+own seed, so its row is chance measured over many draws, not one.
+
 Each training job gets its own SFT seed (batch order, LoRA dropout), derived
-from (experiment seed, method, round, client) by ``Method.sft_for``. The trainer
+from (experiment seed, round, client) by ``Method.sft_for`` — not from the
+method's name, so the methods of one experiment are paired. The trainer
 also seeds a fresh LoRA's initialisation with it, so in round 1 of a federated
 method — where every client starts from a fresh LoRA that stands for the one
 global adapter the server broadcasts — the seed is shared by all clients of the
@@ -56,23 +72,65 @@ KINDS = (
     Kind("local", FAMILY, "Local", per_env=True),
     Kind("centralized", FAMILY, "Centralized", pooled=True),
     Kind("fedit", FAMILY, "FedIT", federated=True),
-    Kind("fedse", FAMILY, "Fed-SE", ablation=True, federated=True, explores=True),
+    Kind("fedit_matched", FAMILY, "FedIT, matched budget", federated=True,
+         matched=True, versus=("fedit",)),
+    Kind("fedse", FAMILY, "Fed-SE", ablation=True, federated=True, explores=True,
+         versus=("fedit", "fedit_matched")),
     Kind("fedse_no_history", FAMILY, "Fed-SE w/o History", ablation=True,
-         federated=True, explores=True, history=False),
+         federated=True, explores=True, history=False, versus=("fedse",)),
     Kind("fedse_no_filter", FAMILY, "Fed-SE w/o Filtering", ablation=True,
-         federated=True, explores=True, select="all"),
+         federated=True, explores=True, select="all", versus=("fedse",)),
     Kind("fedse_weighted", FAMILY, "Fed-SE w/ Weighted Avg", ablation=True,
-         federated=True, explores=True, weighted=True),
+         federated=True, explores=True, weighted=True, versus=("fedse",)),
 )  # fmt: skip
 
 
+RANDOM_SAMPLES = 20  # episodes per test task of the random reference
+
+
 def resolve(config: dict, entry: dict) -> tuple[int, dict]:
-    """A method's rounds (its own, else ``fed.rounds``) and its server step
-    (``fed.aggregation`` with the entry's ``aggregation`` on top)."""
+    """A method's rounds (its own, else ``fed.rounds``) and its options: the
+    server step (``fed.aggregation`` with the entry's ``aggregation`` on
+    top), and ``budget_of`` or ``samples`` for the kinds that read them."""
     settings = AggregationSettings.from_config(config, entry)
-    return entry.get("rounds") or config["fed"]["rounds"], {
-        "aggregation": settings.to_dict()
-    }
+    options = {"aggregation": settings.to_dict()}
+    kind = entry.get("kind")
+    for key, default, kinds in (("budget_of", "fedse", ("fedit_matched",)),
+                                ("samples", RANDOM_SAMPLES, ("random",))):  # fmt: skip
+        if key in entry and kind not in kinds:
+            raise ValueError(f"{key} is a setting of kind {kinds[0]}, not {kind!r}")
+        if kind in kinds:
+            options[key] = entry.get(key, default)
+    return entry.get("rounds") or config["fed"]["rounds"], options
+
+
+def link(method: Method, methods: dict[str, Method]) -> Method:
+    """Check that a matched-budget method names an exploring Fed-SE method
+    with at least its rounds (its clients' steps are read round by round)."""
+    if not method.kind.matched:
+        return method
+    name = method.options["budget_of"]
+    other = methods.get(name)
+    where = f"methods.{method.name}.budget_of"
+    if other is None or other.kind.family != FAMILY or not other.kind.explores:
+        raise ValueError(
+            f"{where}: {name!r} is not a configured exploring method "
+            f"(one of: {', '.join(n for n, m in methods.items() if m.kind.explores)})"
+        )
+    if other.rounds < method.rounds:
+        raise ValueError(
+            f"{where}: {name!r} runs {other.rounds} rounds, fewer than "
+            f"{method.name}'s {method.rounds}"
+        )
+    return method
+
+
+def budget_adapter(layout: Layout, method: Method, round: int, env: str) -> str | None:
+    """The client adapter whose ``training.json`` gives a matched-budget
+    client its steps (None for every other kind)."""
+    if not method.kind.matched:
+        return None
+    return layout.client(method.options["budget_of"], round, env, "adapter")
 
 
 def trained_rounds(method: Method) -> list[int]:

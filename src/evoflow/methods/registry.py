@@ -45,7 +45,11 @@ def methods_from_config(config: dict[str, Any]) -> dict[str, Method]:
             )
         train = {**config["train"], **(entry.get("train") or {})}
         sft = SFTConfig(seed=config["seed"], **train)
-        rounds, options = FAMILIES[KINDS[kind].family].resolve(config, entry)
+        where = FAMILIES[KINDS[kind].family]
+        try:
+            rounds, options = where.resolve(config, {**entry, "kind": kind})
+        except ValueError as exc:
+            raise ValueError(f"methods.{name}: {exc}") from None
         stride = config["fed"]["eval_stride"]
         resolved[name] = Method(name, KINDS[kind], rounds, stride, sft, options)
     playing = [n for n, m in resolved.items() if m.kind.family not in ENVLESS]

@@ -39,7 +39,13 @@ from evoflow.train.rl.schedule import HorizonSchedule
 FAMILY = "rl"
 KINDS = (
     Kind("agentgym_rl", FAMILY, "AgentGym-RL", iterative=True),
-    Kind("scalinginter_rl", FAMILY, "ScalingInter-RL", iterative=True),
+    Kind(
+        "scalinginter_rl",
+        FAMILY,
+        "ScalingInter-RL",
+        iterative=True,
+        versus=("agentgym_rl",),
+    ),
 )
 SPAN_LEAVES = ("state.pt", "rollouts.parquet", "metrics.json")
 

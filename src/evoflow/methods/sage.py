@@ -8,8 +8,8 @@ sage_wo_solver      the Solver plays but does not train (Table 3)
 sage_wo_critic      the Critic plays but does not train (Table 3)
 =================== =========================================================
 
-Experiment-wide (top-level ``sage:``): ``data`` (the seed pool and held-out
-evaluation set, ``evoflow.sage.data.DataSettings``) and ``warmup`` (SFT on
+Experiment-wide (top-level ``sage:``): ``data`` (the seed pool, the held-out
+evaluation set and the validation set, ``evoflow.sage.data.DataSettings``) and ``warmup`` (SFT on
 the roles' tags before self-play; null: none). Per method (``sage:`` of a
 method overrides the top level): steps, span_steps, the step's settings
 (``evoflow.sage.step.SageSettings``), ``adapters`` (``shared``, the paper's

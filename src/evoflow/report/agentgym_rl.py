@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from evoflow.provenance import REPO_ROOT
-from evoflow.report.tables import ENV_TITLES, md_row, pct
+from evoflow.report.tables import ENV_TITLES, count_cell, md_row, pct
 from evoflow.store.shards import read_shard
 
 REFERENCE = REPO_ROOT / "data" / "reference"
@@ -155,11 +155,15 @@ def subset_table(env: str, ours: Mapping[str, Mapping[str, tuple[int, int]]]) ->
         lines.append(md_row([f"paper: {model}",
                              *(pct(paper[model].get(c)) for c in columns)]))  # fmt: skip
     for title, results in ours.items():
-        lines.append(md_row([title, *(pct(_rate(results.get(c))) for c in columns)]))
+        lines.append(
+            md_row([title, *(count_cell(*results.get(c, (0, 0))) for c in columns)])
+        )
     name, _ = TABLES[env]
     return (
-        f"**{ENV_TITLES[env]}** (AgentGym-RL {name}; success %, header: paper / our "
-        "test episodes)\n\n" + "\n".join(lines) + "\n"
+        f"**{ENV_TITLES[env]}** (AgentGym-RL {name}; success %, ours with successes/"
+        "episodes and Wilson's 95 % interval; header: paper / our test episodes)\n\n"
+        + "\n".join(lines)
+        + "\n"
     )
 
 

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from evoflow.report.tables import Row, md_row, pct
+from evoflow.report.tables import Row, cell, md_row, pct
 
 
 def explored(buffer_files: Sequence[str | Path]) -> tuple[int, int]:
@@ -67,13 +67,14 @@ def _found(per_round: list[tuple[int, int]] | None) -> str:
 
 
 def rounds_markdown(curves: Mapping[str, Mapping[int, Row]]) -> str:
-    """Markdown table: a federated method's pooled success at each evaluated
-    round (``curves``: per method, its row at each round), one method a line."""
+    """Markdown table: a federated method's pooled success (with its count and
+    interval, where the row was read from episodes) at each evaluated round
+    (``curves``: per method, its row at each round), one method a line."""
     rounds = sorted({r for series in curves.values() for r in series})
     lines = [md_row(["Method", *(f"Round {r}" for r in rounds)]),
              md_row(["---"] * (len(rounds) + 1))]  # fmt: skip
     for series in curves.values():
         title = next(iter(series.values())).title
-        cells = [pct(series[r].pooled) if r in series else "–" for r in rounds]
+        cells = [cell(series[r], None) if r in series else "–" for r in rounds]
         lines.append(md_row([title, *cells]))
     return "\n".join(lines) + "\n"

@@ -1,7 +1,8 @@
-"""Build an experiment's tables and figures from cached metrics.
+"""Build an experiment's tables and figures from cached artifacts.
 
-Reads only ``metrics.json`` and ``comm.json`` files, so reports regenerate in
-seconds from artifacts and never rerun a model.
+Reads evaluations' episode shards (per-task outcomes, for every interval and
+paired comparison), ``metrics.json`` and ``comm.json`` files, so reports
+regenerate in seconds from artifacts and never rerun a model.
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ from evoflow.methods import rl as rl_family
 from evoflow.methods.base import evaluated_as
 from evoflow.methods.fedse import server_settings
 from evoflow.methods.registry import ENVLESS
-from evoflow.report import agentgym, agentgym_rl, figures, sage, scaling
+from evoflow.report import agentgym, agentgym_rl, evidence, figures, sage, scaling
 from evoflow.report.behaviour import (
     behaviour_markdown,
     explored_by_round,
     rounds_markdown,
 )
+from evoflow.report.outcomes import outcomes_csv, read_outcomes
 from evoflow.report.tables import (
     ENV_TITLES,
     Row,
@@ -57,6 +59,8 @@ def report_outputs(config: dict, reports: str) -> dict[str, str]:
         "table_md": f"{reports}/table1.md",
         "table_csv": f"{reports}/table1.csv",
         "table_tex": f"{reports}/table1.tex",
+        "comparisons_csv": f"{reports}/comparisons.csv",
+        "outcomes_csv": f"{reports}/outcomes.csv",
         "curves": f"{reports}/figures/success_by_round.png",
     }
     if len({m.kind.name for m in methods.values()} & set(ABLATION_KINDS)) > 1:
@@ -108,7 +112,7 @@ def build_report(
     results = Path(results)
     every = methods_from_config(config)
     if "sage_tables" in outputs:
-        _sage_report(_sage_methods(every), Layout(str(results)), outputs)
+        sage.write_report(_sage_methods(every), Layout(str(results)), outputs)
     methods = dict(sorted(_env_methods(every).items(), key=lambda kv: _row_order(*kv)))
     if not methods:
         return []
@@ -121,12 +125,17 @@ def build_report(
             *evaluated_as(every[name], round), envs, "metrics.json"
         )
 
-    rows = [
-        load_row(
-            name, method_title(name, m.kind.name), metric_files(name, m.final_round)
-        )
-        for name, m in methods.items()
-    ]
+    outcomes = {(name, r): read_outcomes(layout.evaluations(
+                    *evaluated_as(every[name], r), envs, "episodes.parquet"))
+                for name, m in methods.items() for r in m.eval_rounds}  # fmt: skip
+    titles = {name: method_title(name, m.kind.name) for name, m in methods.items()}
+    rows = [load_row(name, titles[name], metric_files(name, m.final_round),
+                     outcomes[(name, m.final_round)])
+            for name, m in methods.items()]  # fmt: skip
+    final = {name: outcomes[(name, m.final_round)] for name, m in methods.items()}
+    compared = evidence.compare(final, evidence.planned_pairs(methods), config["seed"])
+    write_text(outputs["comparisons_csv"], evidence.comparisons_csv(compared))
+    write_text(outputs["outcomes_csv"], outcomes_csv(outcomes))
     reference = reference_rows(config["model"]["name"])
     exploration = {
         name: explored_by_round(family(m).buffers(layout, m, envs))
@@ -134,17 +143,20 @@ def build_report(
         if m.kind.explores
     }
     companion = (
-        "How the methods behave (final evaluation, pooled over all test episodes; "
+        _comparisons_text(compared, titles, _split(config))
+        + "\nHow the methods behave (final evaluation, pooled over all test episodes; "
         "exploration successes per round, summed over clients, then in all):\n\n"
         + behaviour_markdown(rows, exploration)
-        + _by_round(methods, metric_files)
+        + _by_round(methods, metric_files, outcomes)
     )
     write_tables(rows, outputs["table_md"], outputs["table_csv"], outputs["table_tex"],
                  reference, _note(config, methods), companion)  # fmt: skip
 
-    _success_figure(methods, rows, envs, metric_files, outputs["curves"], layout)
+    _success_figure(methods, rows, envs, metric_files, outputs["curves"], layout,
+                    outcomes)  # fmt: skip
     if "ablations" in outputs:
-        bars = {r.title: r.pooled or 0.0 for r, m in zip(rows, methods.values(), strict=True)
+        bars = {r.title: _panel(r).get("avg", (0.0, 0.0, 0.0))
+                for r, m in zip(rows, methods.values(), strict=True)
                 if m.kind.name in ABLATION_KINDS}  # fmt: skip
         figures.ablation_bars(bars, outputs["ablations"])
     if "ranks" in outputs:
@@ -161,7 +173,7 @@ def build_report(
             )
         figures.rank_tradeoff(points, outputs["ranks"])
     if "table3_md" in outputs:
-        _agentgym_report(config, methods, rows, metric_files, outputs)
+        agentgym.write_report(config, methods, rows, metric_files, outputs)
     _scaling_figures(config, methods, layout, rows, outputs)
     if "rl_training" in outputs:
         _rl_report(config, methods, layout, rows, outputs)
@@ -169,9 +181,29 @@ def build_report(
     return rows
 
 
-def _by_round(methods: dict[str, Method], metric_files) -> str:
-    """Pooled success (%) of each federated method at every evaluated round."""
-    curves = {name: {r: load_row(name, method_title(name, m.kind.name), metric_files(name, r))
+def _split(config: dict) -> str:
+    """The split the evaluations played (``evaluation.split``)."""
+    return (config.get("evaluation") or {}).get("split", "test")
+
+
+def _comparisons_text(compared: list, titles: dict[str, str], split: str) -> str:
+    if not compared:
+        return ""
+    return (
+        f"Paired comparisons (A − B over the {split} tasks both played, in points; 95 % "
+        "interval from a bootstrap resampling tasks within envs, 10,000 draws; "
+        "exact McNemar p on the discordant tasks, or a sign-flip permutation test "
+        "against a reference averaged over seeds; verdict: the side the interval "
+        "excludes zero for, where p < 0.05 too, else not resolved):\n\n"
+        + evidence.comparisons_markdown(compared, titles)
+    )
+
+
+def _by_round(methods: dict[str, Method], metric_files, outcomes) -> str:
+    """Pooled success (%, with count and interval) of each federated method at
+    every evaluated round."""
+    curves = {name: {r: load_row(name, method_title(name, m.kind.name), metric_files(name, r),
+                                 outcomes[(name, r)])
                      for r in m.eval_rounds}
               for name, m in methods.items() if m.kind.federated}  # fmt: skip
     if not curves:
@@ -179,16 +211,19 @@ def _by_round(methods: dict[str, Method], metric_files) -> str:
     return "\nPooled success (%) by round:\n\n" + rounds_markdown(curves)
 
 
-def _success_figure(methods, rows, envs, metric_files, path, layout) -> None:
-    """Success by round: federated and iterative methods as curves (from
-    Pre-Trained at round 0 when it is a row), the others as dashed lines."""
+def _success_figure(methods, rows, envs, metric_files, path, layout, outcomes) -> None:
+    """Success by round: federated and iterative methods as curves with 95 %
+    error bars (from Pre-Trained at round 0 when it is a row), the others as
+    dashed lines in a band of their interval."""
     titles = {**ENV_TITLES, "avg": "Avg (pooled)", **{r.method: r.title for r in rows}}
     base = next((r for r in rows if r.method == "pretrained"), None)
     curves, static = {}, {}
     for row, (name, method) in zip(rows, methods.items(), strict=True):
         if method.kind.federated or method.kind.iterative:
             series = {
-                r: _panel(load_row(name, "", metric_files(name, r)))
+                r: _panel(
+                    load_row(name, "", metric_files(name, r), outcomes[(name, r)])
+                )
                 for r in method.eval_rounds
             }
             if base is not None:  # an iterative method's round 0 is its own base
@@ -215,34 +250,6 @@ def server_summary(layout, name: str, method) -> str:
     return text
 
 
-def _agentgym_report(config, methods, rows, metric_files, outputs) -> None:
-    """AgentGym's Table 3 (ours beside the paper's) and AgentEvol by iteration:
-    every iterative method's score per iteration (the base agent at 0), so
-    AgentEvol from the initial model and continued from the last one (Figure 5)
-    share the axes, with the behaviour-cloning baselines as dashed lines."""
-    envs = list(config["envs"])
-    final = {name: agentgym.load_scores(metric_files(name, m.final_round))
-             for name, m in methods.items()}  # fmt: skip
-    table = [(row.title, m.kind.name, final[name])
-             for row, (name, m) in zip(rows, methods.items(), strict=True)]  # fmt: skip
-    agentgym.write_table3(table, envs, config["model"]["name"],
-                          outputs["table3_md"], outputs["table3_csv"])  # fmt: skip
-    if "iterations" not in outputs:
-        return
-    titles = {
-        **ENV_TITLES,
-        "avg": "Mean over envs",
-        **{r.method: r.title for r in rows},
-    }
-    curves = {name: {r: agentgym.load_scores(metric_files(name, r)) for r in m.eval_rounds}
-              for name, m in methods.items()
-              if m.kind.iterative and m.kind.family == "agentevol"}  # fmt: skip
-    static = {name: final[name] for name, m in methods.items()
-              if name not in curves and m.kind.family == "agentevol"}  # fmt: skip
-    figures.success_curves(curves, static, [*envs, "avg"], titles, outputs["iterations"],
-                           ylabel="AgentGym score", xlabel="iteration")  # fmt: skip
-
-
 def _scaling_figures(config, methods, layout, rows, outputs) -> None:
     """Figure 8 (success vs max turns) and Figure 9 (pass@k vs k)."""
     envs, tts = list(config["envs"]), config["tts"]
@@ -267,31 +274,6 @@ def _sage_methods(methods: dict[str, Method]) -> dict[str, Method]:
 
 def _env_methods(methods: dict[str, Method]) -> dict[str, Method]:
     return {n: m for n, m in methods.items() if m.kind.family not in ENVLESS}
-
-
-def _sage_report(methods: dict[str, Method], layout: Layout, outputs) -> None:
-    def final(name: str, m: Method) -> dict:
-        path = layout.sage_eval(name, m.final_round, "metrics.json")
-        return json.loads(Path(path).read_text())
-
-    titles = {n: method_title(n, m.kind.name) for n, m in methods.items()}
-    main, ablations = {}, {}
-    for name, m in methods.items():
-        if m.kind.name == "sage" and not main:
-            path = layout.sage_eval(name, 0, "metrics.json")
-            main["Base Model (warm-up SFT)"] = json.loads(Path(path).read_text())
-        (main if m.kind.name == "sage" else ablations)[titles[name]] = final(name, m)
-    if ablations and any(m.kind.name == "sage" for m in methods.values()):
-        ablations = {"full": main[next(t for n, t in titles.items()
-                                       if methods[n].kind.name == "sage")], **ablations}  # fmt: skip
-    write_text(outputs["sage_tables"], sage.tables_markdown(main, ablations))
-    write_text(outputs["sage_tables_csv"], sage.tables_csv({**main, **ablations}))
-    series = {}
-    for name, m in methods.items():
-        spans = [layout.server(name, r, "metrics.json") for r in range(1, m.rounds + 1)]
-        evals = {r: layout.sage_eval(name, r, "metrics.json") for r in m.eval_rounds}
-        series[titles[name]] = sage.dynamics(spans, evals, m.options["span_steps"])
-    figures.sage_dynamics(series, outputs["sage_dynamics"])
 
 
 def _rl_methods(methods: dict[str, Method]) -> dict[str, Method]:
@@ -340,10 +322,16 @@ def rank_methods(methods: dict[str, Method]) -> dict[str, Method]:
     return {name: method for name, method in chosen.values()}
 
 
-def _panel(row: Row) -> dict[str, float]:
-    values = {env: row.rate(env) for env in row.episodes}
-    values["avg"] = row.pooled
-    return {k: v for k, v in values.items() if v is not None}
+def _panel(row: Row) -> dict[str, tuple[float, float, float]]:
+    """Per env and ``avg``: (rate, low, high) in %; the bounds are the rate
+    itself where the row has no episodes behind it."""
+    values = {}
+    for env in [*row.episodes, None]:
+        rate = row.rate(env) if env is not None else row.pooled
+        if rate is not None:
+            low, high = row.interval(env) or (rate, rate)
+            values[env or "avg"] = (rate, low, high)
+    return values
 
 
 def _note(config: dict, methods: dict[str, Method]) -> str:
@@ -377,7 +365,8 @@ def _note(config: dict, methods: dict[str, Method]) -> str:
         else ""
     )
     return (
-        f"Success rate (%) of `{config['model']['name']}` on test tasks ({counts})"
+        f"Success rate (%) of `{config['model']['name']}` on {_split(config)} tasks "
+        f"({counts})"
         + "".join(f"; {a}" for a in after)
         + ". Avg is pooled over all test episodes; (+x) is the gain over Pre-Trained."
         + constrained

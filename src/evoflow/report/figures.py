@@ -7,7 +7,18 @@ from pathlib import Path
 
 from evoflow.atomic import atomic_path
 
-Series = Mapping[int, Mapping[str, float]]  # round -> {env or "avg": success %}
+# A value is a success rate in %, or (rate, low, high) with its 95 % interval.
+Value = float | tuple[float, float, float]
+Series = Mapping[int, Mapping[str, Value]]  # round -> {env or "avg": value}
+
+
+def _split(value: Value | None) -> tuple[float, float, float]:
+    """(rate, low, high) of a value; a bare rate is its own bounds."""
+    if value is None:
+        return float("nan"), float("nan"), float("nan")
+    if isinstance(value, tuple):
+        return value
+    return value, value, value
 
 
 def _figure(width: float, height: float):
@@ -35,23 +46,33 @@ def success_curves(
 ) -> None:
     """Success vs round, one panel per env plus the pooled average.
 
-    ``curves`` are per-round series of federated (or iterative) methods;
-    ``baselines`` are static methods (one value per panel), drawn as dashed
-    horizontal lines.
+    ``curves`` are per-round series of federated (or iterative) methods, drawn
+    with error bars where a value carries its interval; ``baselines`` are
+    static methods (one value per panel), drawn as dashed horizontal lines in a
+    faint band of their interval.
     """
     from matplotlib.ticker import MaxNLocator
 
     figure = _figure(3.2 * len(panels), 3.0)
     axes = figure.subplots(1, len(panels), squeeze=False)[0]
     for ax, panel in zip(axes, panels, strict=True):
-        for name, series in curves.items():
+        for i, (name, series) in enumerate(curves.items()):
             rounds = sorted(series)
-            ax.plot(rounds, [series[r].get(panel, float("nan")) for r in rounds], marker="o",
-                    label=titles.get(name, name))  # fmt: skip
+            rate, low, high = zip(
+                *(_split(series[r].get(panel)) for r in rounds), strict=True
+            )
+            errors = [[r - lo for r, lo in zip(rate, low, strict=True)],
+                      [hi - r for r, hi in zip(rate, high, strict=True)]]  # fmt: skip
+            ax.errorbar(rounds, rate, yerr=errors, marker="o", capsize=2, color=f"C{i}",
+                        label=titles.get(name, name))  # fmt: skip
         for name, values in baselines.items():
             if panel in values:
-                ax.axhline(values[panel], linestyle="--", linewidth=1, label=titles.get(name, name),
-                           color=f"C{len(curves) + list(baselines).index(name)}")  # fmt: skip
+                color = f"C{len(curves) + list(baselines).index(name)}"
+                rate, low, high = _split(values[panel])
+                ax.axhline(rate, linestyle="--", linewidth=1, label=titles.get(name, name),
+                           color=color)  # fmt: skip
+                if high > low:
+                    ax.axhspan(low, high, color=color, alpha=0.08, linewidth=0)
         ax.set_title(titles.get(panel, panel))
         ax.set_xlabel(xlabel)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -69,20 +90,25 @@ def success_curves(
     _save(figure, path)
 
 
-def ablation_bars(values: Mapping[str, float], path: str | Path) -> None:
-    """Pooled final success of Fed-SE and its ablations."""
+def ablation_bars(values: Mapping[str, Value], path: str | Path) -> None:
+    """Pooled final success of Fed-SE and its ablations, with 95 % error bars
+    where a value carries its interval."""
     figure = _figure(1.4 * len(values) + 1.5, 3.2)
     ax = figure.subplots()
     names = list(values)
+    rate, low, high = zip(*(_split(values[n]) for n in names), strict=True)
     bars = ax.bar(
         range(len(names)),
-        [values[n] for n in names],
+        rate,
+        yerr=[[r - lo for r, lo in zip(rate, low, strict=True)],
+              [hi - r for r, hi in zip(rate, high, strict=True)]],
+        capsize=3,
         color=[f"C{i}" for i in range(len(names))],
-    )
-    ax.bar_label(bars, fmt="%.1f")
+    )  # fmt: skip
+    ax.bar_label(bars, fmt="%.1f", label_type="center")
     ax.set_xticks(range(len(names)), names, rotation=20, ha="right")
     ax.set_ylabel("avg success rate (%)")
-    ax.set_ylim(0, max([*values.values(), 1.0]) * 1.2)
+    ax.set_ylim(0, max([*high, 1.0]) * 1.15)
     ax.grid(axis="y", alpha=0.3)
     _save(figure, path)
 
@@ -130,7 +156,7 @@ def training_curves(
 
 def sage_dynamics(series: Mapping[str, Mapping[str, Mapping[int, float]]],
                   path: str | Path) -> None:  # fmt: skip
-    """SAGE's Figure 3: pool size and validation accuracy by step, per method
+    """SAGE's Figure 3: pool size and held-out accuracy by step, per method
     (``series``: title -> {"pool": step -> size, "accuracy": step -> %})."""
     figure = _figure(9, 3.4)
     pool_ax, acc_ax = figure.subplots(1, 2)
@@ -139,6 +165,6 @@ def sage_dynamics(series: Mapping[str, Mapping[str, Mapping[int, float]]],
         acc_ax.plot(list(s["accuracy"]), list(s["accuracy"].values()), marker="o",
                     label=title)  # fmt: skip
     pool_ax.set(xlabel="step", ylabel="questions in the pool", title="pool size")
-    acc_ax.set(xlabel="step", ylabel="Solver pass@1 (%)", title="validation accuracy")
+    acc_ax.set(xlabel="step", ylabel="Solver pass@1 (%)", title="held-out accuracy")
     acc_ax.legend(fontsize=7)
     _save(figure, path)

@@ -1,5 +1,5 @@
 """SAGE's report: Table 1 and Table 3 with the paper's numbers beside ours, and
-Figure 3 (pool size and validation accuracy by step).
+Figure 3 (pool size and held-out accuracy by step; the paper calls it validation accuracy).
 
 The paper evaluates on benchmarks we cannot ship (HumanEval+, MBPP+, LCB,
 GSM8K, MATH, AIME, AMC, OlympiadBench); ours are the held-out half of
@@ -16,8 +16,11 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
+from evoflow.atomic import write_text
+from evoflow.methods import Layout, Method, method_title
 from evoflow.provenance import REPO_ROOT
-from evoflow.report.tables import md_row, pct
+from evoflow.report import figures
+from evoflow.report.tables import count_cell, md_row
 
 REFERENCE = REPO_ROOT / "data" / "reference"
 PAPER = {"table1": REFERENCE / "sage_table1.csv", "table3": REFERENCE / "sage_table3.csv",
@@ -42,11 +45,16 @@ def our_block(results: Mapping[str, dict]) -> str:
     ]
     lines = [md_row(header), md_row(["---"] * len(header))]
     for title, m in results.items():
-        cells = [
-            pct(100 * m["accuracy"][g]) if g in m["accuracy"] else "–" for g in groups
-        ]
-        lines.append(md_row([title, *cells, pct(100 * m["overall"])]))
+        cells = [_solved(m["accuracy"][g], m["problems"][g]) if g in m["accuracy"]
+                 else "–" for g in groups]  # fmt: skip
+        overall = _solved(m["overall"], sum(m["problems"].values()))
+        lines.append(md_row([title, *cells, overall]))
     return "\n".join(lines)
+
+
+def _solved(accuracy: float, problems: int) -> str:
+    """pass@1 with its count and Wilson's 95 % interval (one answer a problem)."""
+    return count_cell(round(accuracy * problems), problems)
 
 
 def tables_markdown(main: Mapping[str, dict], ablations: Mapping[str, dict]) -> str:
@@ -74,15 +82,68 @@ def tables_csv(results: Mapping[str, dict]) -> str:
 
 def dynamics(span_metrics: list[str | Path], evaluations: Mapping[int, str | Path],
              span_steps: int) -> dict:  # fmt: skip
-    """Figure 3's series of one method: pool size after each step, validation
-    accuracy (%) at each evaluated round's last step."""
-    pool = {}
+    """Figure 3's series of one method: pool size after each step, held-out
+    accuracy (%) at each evaluated round's last step, and per step the
+    questions the Critic scored at or above alpha and those that joined the
+    pool (absent from span metrics written before they were counted)."""
+    pool, critic, joined = {}, {}, {}
     for path in span_metrics:
         for row in json.loads(Path(path).read_text())["steps"]:
-            pool[row["step"] + 1] = row["pool_size"]
+            step = row["step"] + 1
+            pool[step] = row["pool_size"]
+            if "joined" in row:
+                critic[step], joined[step] = row["critic_accepted"], row["joined"]
     accuracy = {round * span_steps: 100 * json.loads(Path(p).read_text())["overall"]
                 for round, p in evaluations.items()}  # fmt: skip
     return {
         "pool": dict(sorted(pool.items())),
         "accuracy": dict(sorted(accuracy.items())),
+        "critic_accepted": dict(sorted(critic.items())),
+        "joined": dict(sorted(joined.items())),
     }
+
+
+def acceptance_block(series: Mapping[str, dict]) -> str:
+    """Per method and step: questions the Critic scored at or above alpha,
+    those that joined the pool, and the pool's size after the step."""
+    header = ["method", "step", "Critic score >= alpha", "joined the pool", "pool"]
+    lines = [md_row(header), md_row(["---"] * len(header))]
+    for title, s in series.items():
+        for step, size in s["pool"].items():
+            cells = [str(s[k].get(step, "–")) for k in ("critic_accepted", "joined")]
+            lines.append(md_row([title, str(step), *cells, str(size)]))
+    return "\n".join(lines)
+
+
+def write_report(methods: Mapping[str, Method], layout: Layout, outputs) -> None:
+    """SAGE's tables (main and ablations) and its dynamics figure."""
+
+    def final(name: str, m: Method) -> dict:
+        path = layout.sage_eval(name, m.final_round, "metrics.json")
+        return json.loads(Path(path).read_text())
+
+    titles = {n: method_title(n, m.kind.name) for n, m in methods.items()}
+    main, ablations = {}, {}
+    for name, m in methods.items():
+        if m.kind.name == "sage" and not main:
+            path = layout.sage_eval(name, 0, "metrics.json")
+            main["Base Model (warm-up SFT)"] = json.loads(Path(path).read_text())
+        (main if m.kind.name == "sage" else ablations)[titles[name]] = final(name, m)
+    if ablations and any(m.kind.name == "sage" for m in methods.values()):
+        ablations = {"full": main[next(t for n, t in titles.items()
+                                       if methods[n].kind.name == "sage")], **ablations}  # fmt: skip
+    series = {}
+    for name, m in methods.items():
+        spans = [layout.server(name, r, "metrics.json") for r in range(1, m.rounds + 1)]
+        evals = {r: layout.sage_eval(name, r, "metrics.json") for r in m.eval_rounds}
+        series[titles[name]] = dynamics(spans, evals, m.options["span_steps"])
+    accepted = [
+        "",
+        "## Questions accepted per step — ours",
+        "",
+        acceptance_block(series),
+    ]
+    tables = tables_markdown(main, ablations) + "\n".join(accepted) + "\n"
+    write_text(outputs["sage_tables"], tables)
+    write_text(outputs["sage_tables_csv"], tables_csv({**main, **ablations}))
+    figures.sage_dynamics(series, outputs["sage_dynamics"])

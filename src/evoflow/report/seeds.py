@@ -1,14 +1,18 @@
-"""Table 1 over seeds: each method's mean success and its range across runs.
+"""Table 1 over runs (seeds): each cell's mean with a 95 % interval.
 
-An embedded run tests 20 tasks per env, so one episode moves a cell by 5 points
-and two methods trade places from one seed to the next. ``evoflow seeds
-reports/<exp-a> reports/<exp-b> …`` reads each finished report's ``table1.csv``
-(``evoflow.report.tables.csv_text``: one row per method, success in % per env and
-pooled ``avg``) and prints, per method and column, the mean over the runs with
-the lowest and highest value; ``--diff A B`` adds the per-run difference of two
-methods' pooled averages, the figure a claim like "A beats B" rests on.
-Methods missing from some reports are named and left out; a method tested on a
-different number of episodes in one run than in another is an error.
+One embedded run tests about 20 tasks per env, so one episode moves a cell by 5
+points and two methods can trade places from one seed to the next. ``evoflow
+seeds reports/<exp-a> reports/<exp-b> …`` reads each finished report's
+``outcomes.csv`` (per task: successes and episodes of every evaluated method and
+round) and gives, for each method's final round and each env and the pooled
+average, the mean over runs with an interval from a two-stage bootstrap
+(resampling runs, then tasks within envs: ``evoflow.stats.pooled_over_runs``).
+Then, for every pair the first report compared (its ``comparisons.csv``) and any
+asked for with ``--diff A B``, the mean paired difference over runs (each run's
+A and B over their shared tasks) with its two-stage interval, a one-sample
+t-test of the per-run differences, and the per-run values. It says how many
+runs stand behind each number. Methods missing from some reports are named and
+left out.
 """
 
 from __future__ import annotations
@@ -17,14 +21,15 @@ import csv
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from statistics import fmean
 
 from evoflow.errors import EvoflowError
-from evoflow.report.tables import ENV_TITLES, md_row
+from evoflow.report.outcomes import Outcomes, OutcomesError, load_outcomes_csv
+from evoflow.report.tables import ENV_ORDER, ENV_TITLES, md_row
+from evoflow.stats import RunEstimate, paired_over_runs, pooled_over_runs
 
-TABLE = "table1.csv"
-POOLED = "avg"
-NOT_SCORES = ("method", "episodes")
+OUTCOMES = "outcomes.csv"
+COMPARISONS = "comparisons.csv"
+DRAWS = 10_000
 
 
 class SeedsError(EvoflowError):
@@ -33,129 +38,107 @@ class SeedsError(EvoflowError):
 
 @dataclass(frozen=True)
 class Report:
-    """One run's Table 1: method -> column -> success (%), None where empty."""
+    """One run: each method's final-round outcomes and the pairs it compared."""
 
     source: Path
-    columns: tuple[str, ...]
-    cells: dict[str, dict[str, float | None]]
-    episodes: dict[str, str]  # method -> test episodes behind its row
-
-
-@dataclass(frozen=True)
-class Spread:
-    mean: float
-    low: float
-    high: float
-    runs: int
+    finals: dict[str, Outcomes]
+    pairs: tuple[tuple[str, str], ...]
 
 
 def read_report(path: str | Path) -> Report:
-    """A report folder (or its ``table1.csv``) as a ``Report``."""
+    """A finished report folder (or its ``outcomes.csv``) as a ``Report``."""
     path = Path(path)
-    path = path / TABLE if path.is_dir() else path
-    if not path.is_file():
-        raise SeedsError(f"{path}: no such file (has the experiment's report run?)")
-    with path.open(newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    if not rows or "method" not in rows[0] or POOLED not in rows[0]:
-        raise SeedsError(f"{path}: not a Table 1 CSV (needs 'method' and '{POOLED}')")
-    columns = tuple(c for c in rows[0] if c not in NOT_SCORES)
-    methods = [row["method"] for row in rows]
-    twice = sorted({m for m in methods if methods.count(m) > 1})
-    if twice:
-        raise SeedsError(f"{path}: methods listed twice: {', '.join(twice)}")
-    cells = {row["method"]: {c: _score(path, row, c) for c in columns} for row in rows}
-    episodes = {row["method"]: (row.get("episodes") or "").strip() for row in rows}
-    return Report(path, columns, cells, episodes)
-
-
-def _score(path: Path, row: dict, column: str) -> float | None:
-    text = (row.get(column) or "").strip()
-    if not text:
-        return None
+    folder = path if path.is_dir() else path.parent
     try:
-        return float(text)
-    except ValueError:
-        raise SeedsError(
-            f"{path}: method {row['method']!r}, column {column!r}: "
-            f"{text!r} is not a number"
-        ) from None
+        evaluations = load_outcomes_csv(folder / OUTCOMES)
+    except OutcomesError as exc:
+        raise SeedsError(str(exc)) from None
+    finals: dict[str, tuple[int, Outcomes]] = {}
+    for (method, round), outcomes in evaluations.items():
+        if method not in finals or round > finals[method][0]:
+            finals[method] = (round, outcomes)
+    return Report(folder, {m: o for m, (_, o) in finals.items()}, _pairs(folder))
 
 
-Spreads = dict[str, dict[str, Spread | None]]  # method -> column -> spread
+def _pairs(folder: Path) -> tuple[tuple[str, str], ...]:
+    path = folder / COMPARISONS
+    if not path.is_file():
+        return ()
+    with path.open(newline="") as handle:
+        return tuple((row["a"], row["b"]) for row in csv.DictReader(handle))
 
 
-def combine(reports: Sequence[Report]) -> tuple[Spreads, list[str]]:
-    """Per method (those in every report) and column, the spread over reports;
-    and the methods left out because some report lacks them."""
-    if len(reports) < 2:
-        raise SeedsError("seeds: give at least two reports")
-    first = reports[0]
-    for other in reports[1:]:
-        if other.columns != first.columns:
-            raise SeedsError(
-                f"{other.source}: columns {list(other.columns)} differ from "
-                f"{first.source}'s {list(first.columns)}"
-            )
-    shared = [m for m in first.cells if all(m in r.cells for r in reports)]
-    for method in shared:
-        counts = [r.episodes[method] for r in reports]
-        if len(set(counts)) > 1:
-            raise SeedsError(
-                f"{method}: test episodes differ between runs ({', '.join(counts)}); "
-                "only runs of the same test size can be averaged"
-            )
-    missing = sorted({m for r in reports for m in r.cells} - set(shared))
-    spreads = {
-        m: {c: _spread([r.cells[m][c] for r in reports]) for c in first.columns}
-        for m in shared
-    }
-    return spreads, missing
+def shared_methods(reports: Sequence[Report]) -> tuple[list[str], list[str]]:
+    """Methods in every report (first report's order), and those left out."""
+    if not reports:
+        raise SeedsError("seeds: give at least one report")
+    shared = [m for m in reports[0].finals if all(m in r.finals for r in reports)]
+    missing = sorted({m for r in reports for m in r.finals} - set(shared))
+    return shared, missing
 
 
-def _spread(values: list[float | None]) -> Spread | None:
-    present = [v for v in values if v is not None]
-    if not present:
+def columns(reports: Sequence[Report]) -> list[str]:
+    envs = {env for r in reports for o in r.finals.values() for env in o.envs}
+    return [e for e in ENV_ORDER if e in envs] + sorted(envs - set(ENV_ORDER))
+
+
+def cell(reports: Sequence[Report], method: str, env: str | None) -> RunEstimate | None:
+    """One method's pooled success over runs, of one env (None: all envs)."""
+    runs = [
+        r.finals[method] if env is None else r.finals[method].of(env) for r in reports
+    ]
+    if not all(run.tasks for run in runs):
         return None
-    return Spread(fmean(present), min(present), max(present), len(present))
+    return pooled_over_runs([run.rates() for run in runs], draws=DRAWS, seed=0)
 
 
-def differences(reports: Sequence[Report], a: str, b: str) -> list[float]:
-    """Per report, ``a``'s pooled average minus ``b``'s."""
-    out = []
-    for report in reports:
-        for method in (a, b):
-            if report.cells.get(method, {}).get(POOLED) is None:
-                raise SeedsError(f"{report.source}: no pooled average for {method!r}")
-        out.append(report.cells[a][POOLED] - report.cells[b][POOLED])
-    return out
+def difference(reports: Sequence[Report], a: str, b: str) -> RunEstimate:
+    """A − B over runs (each run paired over its shared tasks)."""
+    for method in (a, b):
+        absent = [str(r.source) for r in reports if method not in r.finals]
+        if absent:
+            raise SeedsError(f"{method!r} is not in {', '.join(absent)}")
+    return paired_over_runs([r.finals[a].rates() for r in reports],
+                            [r.finals[b].rates() for r in reports], draws=DRAWS, seed=0)  # fmt: skip
 
 
 def markdown(reports: Sequence[Report], diff: tuple[str, str] | None = None) -> str:
-    """The spread table, a line naming the runs, and the differences asked for."""
-    spreads, missing = combine(reports)
-    columns = reports[0].columns
-    titles = [ENV_TITLES.get(c, "Avg" if c == POOLED else c) for c in columns]
-    lines = [md_row(["Method", *titles]), md_row(["---"] * (len(columns) + 1))]
-    for method, cells in spreads.items():
-        row = [_cell(cells[c], len(reports)) for c in columns]
-        lines.append(md_row([method, *row]))
-    lines.append("")
-    lines.append(f"Success (%): mean over {len(reports)} runs (lowest-highest); "
-                 + ", ".join(str(r.source) for r in reports) + ".")  # fmt: skip
+    """The table over runs, a line naming the runs, and the paired differences."""
+    methods, missing = shared_methods(reports)
+    envs = columns(reports)
+    titles = [ENV_TITLES.get(e, e) for e in envs] + ["Avg"]
+    lines = [md_row(["Method", *titles]), md_row(["---"] * (len(envs) + 2))]
+    for method in methods:
+        cells = [_cell_text(cell(reports, method, env)) for env in [*envs, None]]
+        lines.append(md_row([method, *cells]))
+    lines += ["", f"Success (%): mean over {len(reports)} runs [95 % interval, two-stage "
+              "bootstrap over runs, then tasks within envs]; "
+              + ", ".join(str(r.source) for r in reports) + "."]  # fmt: skip
     if missing:
         lines.append(f"Not in every run, left out: {', '.join(missing)}.")
-    if diff:
-        values = differences(reports, *diff)
-        per_run = ", ".join(f"{v:+.1f}" for v in values)
-        lines.append(f"{diff[0]} - {diff[1]}, pooled: {per_run} (mean "
-                     f"{fmean(values):+.1f}; ahead in {sum(v > 0 for v in values)} "
-                     f"of {len(values)} runs).")  # fmt: skip
+    pairs = [p for p in reports[0].pairs if p[0] in methods and p[1] in methods]
+    pairs = list(dict.fromkeys([*pairs, *([tuple(diff)] if diff else [])]))
+    if pairs:
+        lines += ["", *_differences(reports, pairs)]
     return "\n".join(lines) + "\n"
 
 
-def _cell(spread: Spread | None, runs: int) -> str:
-    if spread is None:
+def _differences(reports: Sequence[Report], pairs) -> list[str]:
+    header = ["A − B", "Mean (points)", "95 % interval", "p (t-test over runs)",
+              "Per run", "A ahead in"]  # fmt: skip
+    lines = [md_row(header), md_row(["---"] * len(header))]
+    for a, b in pairs:
+        d = difference(reports, a, b)
+        p = "–" if d.p_value is None else f"{d.p_value:.3f}"
+        per_run = ", ".join(f"{100 * v:+.1f}" for v in d.per_run)
+        ahead = f"{sum(v > 0 for v in d.per_run)} of {d.runs} runs"
+        lines.append(md_row([f"{a} − {b}", f"{100 * d.mean:+.1f}",
+                             f"[{100 * d.low:+.1f}, {100 * d.high:+.1f}]", p, per_run,
+                             ahead]))  # fmt: skip
+    return lines
+
+
+def _cell_text(estimate: RunEstimate | None) -> str:
+    if estimate is None:
         return "–"
-    text = f"{spread.mean:.1f} ({spread.low:.1f}-{spread.high:.1f})"
-    return text if spread.runs == runs else f"{text} [{spread.runs} of {runs} runs]"
+    return f"{100 * estimate.mean:.1f} [{100 * estimate.low:.1f}, {100 * estimate.high:.1f}]"

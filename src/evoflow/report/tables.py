@@ -2,9 +2,15 @@
 
 The average is pooled over all evaluated test tasks (successes / episodes), as
 in Fed-SE's Table 1, not the mean of the environment columns; "(+x)" is the
-absolute gain over the Pre-Trained row. When the experiment's model is one the
-paper reports, the paper's numbers (``data/reference/fedse_table1.csv``) are
-printed beside ours.
+absolute gain over the Pre-Trained row (its interval is in the comparison
+table, ``evidence``). When the experiment's model is one the paper reports, the
+paper's numbers (``data/reference/fedse_table1.csv``) are printed beside ours.
+
+Every cell built from episodes (``row_from_outcomes``) shows its rate, its count
+and a 95 % interval: ``40.0 (8/20) [21.9, 61.3]``. With one episode per task it
+is Wilson's score interval of k/n; where tasks were played several times (the
+random reference, once per seed) it is a bootstrap over tasks within envs of
+their mean success, since episodes of one task are not independent draws.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from pathlib import Path
 
 from evoflow.atomic import write_text
 from evoflow.provenance import REPO_ROOT
+from evoflow.report.outcomes import Outcomes
+from evoflow.stats import proportion, task_mean
 
 ENV_ORDER = ("babyai", "webshop", "textcraft", "maze", "wordle", "sciworld")
 ENV_TITLES = {"babyai": "BabyAI", "webshop": "WebShop", "textcraft": "TextCraft",
@@ -43,10 +51,21 @@ class Row:
     episodes: dict[str, int]
     turns: dict[str, float] = field(default_factory=dict)  # turns played, per env
     invalid: dict[str, float] = field(default_factory=dict)  # invalid actions, per env
+    outcomes: Outcomes | None = None  # per task, where the row was read from episodes
 
     def rate(self, env: str) -> float | None:
         n = self.episodes.get(env, 0)
         return 100.0 * self.successes[env] / n if n else None
+
+    def interval(self, env: str | None = None) -> tuple[float, float] | None:
+        """The 95 % interval (in %) of one env's rate, or of the pooled one
+        (``env`` None); None where the row has no episodes behind it."""
+        if self.outcomes is None:
+            return None
+        chosen = self.outcomes if env is None else self.outcomes.of(env)
+        if not chosen.tasks:
+            return None
+        return rate_interval(chosen)
 
     @property
     def pooled(self) -> float | None:
@@ -76,10 +95,36 @@ def row_from_metrics(method: str, title: str, metrics: Mapping[str, Mapping]) ->
     return Row(method, title, successes, episodes, turns, invalid)
 
 
-def load_row(method: str, title: str, metric_files: Sequence[str | Path]) -> Row:
-    """A table row from a method's per-env ``metrics.json`` files."""
+def load_row(
+    method: str,
+    title: str,
+    metric_files: Sequence[str | Path],
+    outcomes: Outcomes | None = None,
+) -> Row:
+    """A table row from a method's per-env ``metrics.json`` files; with
+    ``outcomes`` (its episodes, per task) its counts are the episodes' and every
+    cell gets an interval."""
     metrics = [json.loads(Path(path).read_text()) for path in metric_files]
-    return row_from_metrics(method, title, {m["env"]: m for m in metrics})
+    row = row_from_metrics(method, title, {m["env"]: m for m in metrics})
+    if outcomes is None:
+        return row
+    envs = {env: outcomes.of(env) for env in row.episodes}
+    return Row(method, title, {e: o.successes for e, o in envs.items()},
+               {e: o.episodes for e, o in envs.items()}, row.turns, row.invalid,
+               outcomes)  # fmt: skip
+
+
+def rate_interval(outcomes: Outcomes) -> tuple[float, float]:
+    """95 % interval (in %) of the success rate behind ``outcomes``: Wilson's
+    for single episodes per task, a stratified task bootstrap otherwise."""
+    if not outcomes.repeated:
+        p = proportion(outcomes.successes, outcomes.episodes)
+        return 100.0 * p.low, 100.0 * p.high
+    by_env: dict[str, list[float]] = {}
+    for (env, _), value in sorted(outcomes.rates().items()):
+        by_env.setdefault(env, []).append(value)
+    estimate = task_mean(by_env, seed=0)
+    return 100.0 * estimate.low, 100.0 * estimate.high
 
 
 def columns(rows: Sequence[Row]) -> list[str]:
@@ -119,8 +164,8 @@ def table_cells(rows: Sequence[Row]) -> tuple[list[str], list[list[str]]]:
     header = ["Method", *(ENV_TITLES.get(e, e) for e in envs), "Avg"]
     body = []
     for row in rows:
-        cells = [row.title] + [pct(row.rate(e)) for e in envs]
-        avg = pct(row.pooled)
+        cells = [row.title] + [cell(row, e) for e in envs]
+        avg = cell(row, None)
         if _comparable(row, base):
             avg += f" ({row.pooled - base.pooled:+.1f})"
         body.append(cells + [avg])
@@ -162,14 +207,55 @@ def markdown(rows: Sequence[Row], reference: Mapping[str, Mapping[str, float]] |
     return text
 
 
+def count_cell(k: int, n: int) -> str:
+    """``40.0 (8/20) [21.9, 61.3]``: k of n single episodes with Wilson's
+    95 % interval; an en dash for n = 0."""
+    if not n:
+        return pct(None)
+    p = proportion(k, n)
+    return f"{100 * p.rate:.1f} ({k}/{n}) [{100 * p.low:.1f}, {100 * p.high:.1f}]"
+
+
+def cell(row: Row, env: str | None) -> str:
+    """``40.0 (8/20) [21.9, 61.3]``: rate, count and interval of one env
+    (``env`` None: pooled); a plain rate where the row has no episodes."""
+    rate = row.pooled if env is None else row.rate(env)
+    if rate is None:
+        return pct(None)
+    bounds = row.interval(env)
+    if bounds is None:
+        return pct(rate)
+    k = sum(row.successes.values()) if env is None else row.successes[env]
+    n = sum(row.episodes.values()) if env is None else row.episodes[env]
+    return f"{rate:.1f} ({k}/{n}) [{bounds[0]:.1f}, {bounds[1]:.1f}]"
+
+
 def csv_text(rows: Sequence[Row]) -> str:
+    """One line per method: per env and pooled (``avg``) the rate in %, its
+    successes, episodes and 95 % interval (``_k``, ``_n``, ``_low``, ``_high``)."""
     envs = columns(rows)
-    lines = [",".join(["method", *envs, "avg", "episodes"])]
+    names = [f"{e}{suffix}" for e in [*envs, "avg"] for suffix in SUFFIXES]
+    lines = [",".join(["method", *names, "episodes"])]
     for row in rows:
-        values = [row.method, *(_num(row.rate(e)) for e in envs), _num(row.pooled),
-                  str(sum(row.episodes.values()))]  # fmt: skip
+        values = [row.method]
+        for env in [*envs, None]:
+            values += _csv_cells(row, env)
+        values.append(str(sum(row.episodes.values())))
         lines.append(",".join(values))
     return "\n".join(lines) + "\n"
+
+
+SUFFIXES = ("", "_k", "_n", "_low", "_high")
+
+
+def _csv_cells(row: Row, env: str | None) -> list[str]:
+    rate = row.pooled if env is None else row.rate(env)
+    if rate is None:
+        return [""] * len(SUFFIXES)
+    k = sum(row.successes.values()) if env is None else row.successes[env]
+    n = sum(row.episodes.values()) if env is None else row.episodes[env]
+    bounds = row.interval(env) or (None, None)
+    return [_num(rate), str(k), str(n), _num(bounds[0]), _num(bounds[1])]
 
 
 def latex(rows: Sequence[Row]) -> str:

@@ -13,7 +13,10 @@ episode is exactly what the model saw), ``error`` (the environment failed, e.g.
 its server died), ``invalid`` (``max_invalid`` unusable replies in a row).
 
 Randomness: the reply of episode ``e`` at turn ``t`` is sampled with seed
-``derive_seed(seed, e, t)``, so runs with the same seed are identical on CPU.
+``derive_seed(seed, k, t)``, where ``k`` is the episode's id without its method
+(``sampling_key``), so runs with the same seed are identical on CPU and two
+methods that play one task with the same policy (Fed-SE and an ablation in round
+1, say) sample the same episode: methods are paired, not merely seeded alike.
 """
 
 from __future__ import annotations
@@ -184,12 +187,17 @@ def play(
     return [_to_episode(e, policy.model_id) for e in finished]
 
 
+def sampling_key(job: Job, env: str) -> str:
+    """What an episode's sampling seeds derive from: its round, client, split,
+    env, task and sample, and not its method (see the module docstring)."""
+    spec = job.spec
+    return "/".join([f"r{spec.round}", spec.client or "-", spec.split, env,
+                     str(job.task), str(job.sample)])  # fmt: skip
+
+
 def _start(env: TextEnv, job: Job) -> _Live:
     spec = job.spec
-    episode_id = "/".join(
-        [spec.experiment, spec.method, f"r{spec.round}", spec.client or "-", spec.split,
-         env.name, str(job.task), str(job.sample)]
-    )  # fmt: skip
+    episode_id = "/".join([spec.experiment, spec.method, sampling_key(job, env.name)])
     horizon = spec.horizon or env.max_turns
     try:
         first = env.reset(job.task)
@@ -209,7 +217,8 @@ def _turn(policy: Policy, live: list[_Live], pool: ThreadPoolExecutor) -> None:
             [{"role": m.role, "content": m.content} for m in e.messages]
             for e in members
         ]
-        seeds = [derive_seed(e.job.spec.seed, e.episode_id, e.turns) for e in members]
+        seeds = [derive_seed(e.job.spec.seed, sampling_key(e.job, e.env.name), e.turns)
+                 for e in members]  # fmt: skip
         keys = [e.episode_id for e in members]
         adapters = [e.job.spec.adapter for e in members]
         spec = members[0].job.spec

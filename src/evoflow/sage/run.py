@@ -16,7 +16,7 @@ from evoflow.atomic import atomic_path, write_json
 from evoflow.methods import sage as family
 from evoflow.methods.base import Method
 from evoflow.methods.registry import KINDS
-from evoflow.sage import data, pool, warmup
+from evoflow.sage import data, facts, pool, warmup
 from evoflow.sage.problems import Problem
 from evoflow.store.shards import ShardMeta, write_shard
 from evoflow.train.sft_config import SFTConfig
@@ -24,16 +24,25 @@ from evoflow.train.sft_config import SFTConfig
 log = logging.getLogger(__name__)
 
 
-def prepare(settings: dict, pool_file: str | Path, eval_file: str | Path) -> None:
-    """The seed pool (a pool file) and the held-out problems (JSON)."""
+def prepare(settings: dict, pool_file: str | Path, eval_file: str | Path,
+            val_file: str | Path | None = None) -> None:  # fmt: skip
+    """The seed pool (a pool file), the held-out (test) problems and the
+    validation problems (JSON lists of problems; ``evoflow.sage.data``)."""
     config = {"sage": settings["sage"]}
     options = family.data_settings(config)
     seeds = data.seed_problems(options, settings["seed"])
     pool.write(pool.seeded(seeds).entries, pool_file)
     held_out = data.eval_problems(options, settings["seed"])
-    with atomic_path(eval_file) as tmp:
-        tmp.write_text(json.dumps([asdict(p) for p in held_out], indent=1))
-    log.info("sage data: %d seed problems, %d held out", len(seeds), len(held_out))
+    validation = data.validation_problems(options, settings["seed"])
+    outputs = [(eval_file, held_out)] + ([(val_file, validation)] if val_file else [])
+    for path, problems in outputs:
+        with atomic_path(path) as tmp:
+            tmp.write_text(json.dumps([asdict(p) for p in problems], indent=1))
+    log.info("sage data: %d seed problems, %d validation, %d held out; facts "
+             "shared (seed-validation, seed-held out, validation-held out): "
+             "%d, %d, %d", len(seeds), len(validation), len(held_out),
+             facts.shared(seeds, validation), facts.shared(seeds, held_out),
+             facts.shared(validation, held_out))  # fmt: skip
 
 
 def read_problems(path: str | Path) -> list[Problem]:

@@ -133,7 +133,29 @@ def run_step(step: int, pool: Pool, ask: Ask, checker: Checker,
     solves = _solve(targets, plans, timed, checker, settings)
     for plan, answers in zip(plans, solves, strict=True):
         calls += [*plan, *answers]
-    return StepResult(calls, offers, _metrics(calls, offers, pool, times))
+    metrics = _metrics(calls, offers, pool, times)
+    metrics |= _acceptance(challenges, offers, settings)
+    return StepResult(calls, offers, metrics)
+
+
+def _acceptance(challenges: list[dict], offers: dict, settings) -> dict:
+    """The step's questions: how many the Critic rated, how many it scored at
+    or above alpha (an untagged question has s_q = 0) and how many joined the
+    pool (valid, new, and accepted), with both rates over the questions asked."""
+    asked = len(challenges)
+    rated = sum(c["proposal"] is not None for c in challenges)
+    high = sum(
+        c["proposal"] is not None and c["score"] >= settings.weights.alpha
+        for c in challenges
+    )
+    return {
+        "questions": asked,
+        "rated": rated,
+        "critic_accepted": high,
+        "critic_acceptance_rate": high / max(asked, 1),
+        "joined": offers["accepted"],
+        "join_rate": offers["accepted"] / max(asked, 1),
+    }
 
 
 def _difficulty(challenges: list[dict], ask: Ask, checker: Checker, settings) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -22,15 +23,27 @@ def train_from_manifest(
     loss_log: str | Path | None = None,
     threads: int = 1,
     progress: bool = True,
+    budget: str | Path | None = None,
 ) -> dict:
     """LoRA SFT on every episode a manifest selects (hashes verified on read).
 
     ``training.json`` in the adapter folder records the manifest's sha256 and the
     counts of ``buffer_counts`` (one of them is the weight of weighted averaging).
+    With ``budget`` (another job's adapter folder) the job takes exactly as many
+    optimizer steps as that job did (``budget_steps``), cycled over this job's
+    episodes under the same schedule, whatever ``sft`` says of steps.
     """
     from evoflow.runtime import configure_threads
 
     configure_threads(threads)
+    extra = {}
+    if budget is not None:
+        steps = budget_steps(budget)
+        sft = {
+            **{k: v for k, v in sft.items() if k != "explored_steps"},
+            "steps": steps,
+        }
+        extra = {"budget_from": str(budget), "budget_steps": steps}
     episodes = table_to_episodes(load_episodes(manifest))
     chats = [
         [{"role": m.role, "content": m.content, "loss": m.loss} for m in e.messages]
@@ -41,6 +54,7 @@ def train_from_manifest(
         "buffer_manifest": str(manifest),
         "buffer_sha256": sha256_file(manifest),
         **buffer_counts(episodes),
+        **extra,
     }
     return train_sft(
         chats,
@@ -73,3 +87,19 @@ def buffer_counts(episodes: list[Episode]) -> dict[str, int]:
             e.success and e.source != "expert" for e in episodes
         ),
     }
+
+
+def budget_steps(adapter: str | Path) -> int:
+    """The optimizer steps another training job took (its ``training.json``)."""
+    path = Path(adapter) / "training.json"
+    try:
+        steps = json.loads(path.read_text())["optimizer_steps"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise ValueError(
+            f"{path}: cannot read the job's optimizer_steps ({exc})"
+        ) from None
+    if not isinstance(steps, int) or steps < 1:
+        raise ValueError(
+            f"{path}: optimizer_steps must be a positive integer, got {steps!r}"
+        )
+    return steps
