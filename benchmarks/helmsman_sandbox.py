@@ -55,7 +55,7 @@ def bare(files: dict[str, str | bytes]) -> None:
 
 
 def sandboxed(files: dict[str, str | bytes]) -> None:
-    outcome, _ = run_files(files, LIMITS)
+    outcome, _ = run_files(files, LIMITS, packages=codebase.PACKAGES)
     if not outcome.ok:
         raise RuntimeError(f"{outcome.status}: {outcome.stderr[-2000:]}")
 

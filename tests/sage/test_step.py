@@ -236,3 +236,6 @@ def test_a_steps_metrics_count_the_critics_acceptances_and_the_pool(checker,
                                                             3 + joined)  # fmt: skip
     assert m["offers"] == {"accepted": joined, "rejected": 0 if high else 2,
                            "duplicate": 1 if high else 0}  # fmt: skip
+    # the step's verification time is reported: its share of the checker's
+    # running total (the checker serves every test of this module)
+    assert 0 < m["verify_seconds"] <= checker.seconds

@@ -2,7 +2,8 @@
 the host. Most attempts first leave the audit hook behind: a child started
 through multiprocessing's spawn context (``_posixsubprocess`` raises no audit
 event) runs without it. So what these tests exercise is the OS boundary
-(``evoflow.sandbox.isolation``), not the hook."""
+(``evoflow.sandbox.isolation``), not the hook. Attacks on the verdict of a
+code check are in ``test_attacks.py``."""
 
 from __future__ import annotations
 
@@ -32,9 +33,8 @@ def unhooked(code: str) -> str:
 
 
 def attack(code: str, limits: Limits = FAST):
-    outcome = run_python(unhooked(code), ["assert False"], limits)
+    outcome = run_python(unhooked(code), limits)
     assert "child exit" in outcome.stdout, outcome.stderr[-500:]  # the attempt ran
-    assert not outcome.ok
     return outcome
 
 
@@ -52,7 +52,7 @@ def test_a_directory_fd_write_into_the_installation_fails(tmp_path):
         "fd = os.open(sys.prefix, os.O_RDONLY)\n"
         f"os.open({name!r}, os.O_WRONLY | os.O_CREAT, dir_fd=fd)\n"
     )
-    outcome = run_python(program, [], FAST)
+    outcome = run_python(program, FAST)
     assert outcome.status == "crashed" and "Read-only file system" in outcome.stderr
     assert not (Path(sys.prefix) / name).exists()
 
@@ -136,9 +136,7 @@ def test_host_processes_cannot_be_signalled():
 
 
 def test_ctypes_calls_are_refused_by_the_hook():
-    outcome = run_python(
-        "import ctypes\nctypes.CDLL(None).fork()", ["assert True"], FAST
-    )
+    outcome = run_python("import ctypes\nctypes.CDLL(None).fork()", FAST)
     assert outcome.status == "crashed" and "ctypes" in outcome.stderr
 
 
@@ -276,7 +274,7 @@ def test_the_wall_clock_kill_reaches_every_descendant():
         "print('child exit 0', flush=True)\ntime.sleep(60)\n"
     )
     limits = Limits(seconds=2.0, memory_mb=512, processes=16, disk_mb=8)
-    outcome = run_python(unhooked(code), ["assert False"], limits)
+    outcome = run_python(unhooked(code), limits)
     assert outcome.status == "timeout"
     time.sleep(0.5)
     assert marker not in _host_command_lines()
@@ -289,21 +287,19 @@ def test_the_keeper_and_its_channel_cannot_be_reached():
     code = (
         "import ctypes, json, os\n"
         "libc = ctypes.CDLL(None, use_errno=True)\n"
-        "fd = json.load(open('/sandbox/in/run.json'))['collect_fd']\n"
+        "fd = json.load(open('/sandbox/in/run.json'))['channel_fd']\n"
         "got = libc.syscall(438, os.pidfd_open(1), fd, 0)\n"  # pidfd_getfd
         "print('pidfd_getfd', got, ctypes.get_errno(), flush=True)\n"
         "print('ptrace', libc.ptrace(16, 1, 0, 0), ctypes.get_errno(), flush=True)\n"  # ATTACH
         "if got >= 0:\n"
-        "    os.write(got, json.dumps({'verdict': {'how': 'exit:0', 'passed': 2,"
-        " 'total': 2}}).encode() + b'\\n')\n"
+        "    os.write(got, json.dumps({'verdict': {'how': 'exit:0'}}).encode() + b'\\n')\n"
     )
-    program = unhooked(code) + "\nimport os\nos._exit(0)\n"
-    outcome = run_python(program + "\ndef inc(x):\n    return x + 1\n",
-                         ["assert inc(1) == 2", "assert inc(1) == 3"], FAST)  # fmt: skip
+    program = unhooked(code) + "\nimport os\nos._exit(3)\n"
+    outcome = run_python(program, FAST)
     assert (
         "pidfd_getfd -1 1" in outcome.stdout and "ptrace -1 1" in outcome.stdout
     )  # EPERM
-    assert not outcome.ok and outcome.passed == 0
+    assert outcome.status == "crashed" and outcome.returncode == 3
 
 
 def test_dev_is_read_only_and_dev_shm_is_capped():

@@ -1,12 +1,15 @@
 """Programs that try to be counted as passing a test they fail. The program
 defines ``inc`` correctly, so of its two tests the first passes and the
-second (``inc(1) == 3``) must fail. Each forgery runs its trick first."""
+second (``inc(1) == 3``) must fail. Each forgery runs its trick first; all
+of them aim at the worker, which no longer decides anything: the count is
+made on the host from what ``inc`` returned."""
 
 from __future__ import annotations
 
 import pytest
 
-from evoflow.sandbox import Limits, run_python
+from evoflow.sandbox import Limits
+from evoflow.verify import check_code
 
 FAST = Limits(seconds=8.0, memory_mb=512, output_kb=256, processes=32, disk_mb=8)
 TESTS = ["assert inc(1) == 2", "assert inc(1) == 3"]
@@ -62,25 +65,22 @@ FORGERIES = {
 def test_no_forgery_counts_a_failing_test_as_passed(name):
     trick = FORGERIES[name]
     program = trick + INC if "def inc" not in trick else trick
-    outcome = run_python(program, TESTS, FAST)
-    assert not outcome.ok and outcome.passed <= 1, (
-        outcome.status,
-        outcome.stderr[-400:],
-    )
+    verdict = check_code(program, TESTS, FAST)
+    assert verdict.passed <= 1 and verdict.pass_rate <= 0.5, verdict
 
 
 def test_an_honest_program_is_counted_so():
     # The control: the same tests pass 1 of 2 without tricks, and printing
     # through a replaced print does not break counting.
-    plain = run_python(INC, TESTS, FAST)
+    plain = check_code(INC, TESTS, FAST)
     assert (plain.status, plain.passed, plain.total) == ("failed", 1, 2)
-    printed = run_python(
+    printed = check_code(
         "import builtins\nbuiltins.print = None" + INC, TESTS[:1], FAST
     )
-    assert printed.ok
+    assert printed.pass_rate == 1.0
 
 
 def test_a_program_defining_a_builtin_does_not_change_the_tests_builtin():
     program = "def sorted(xs):\n    return [3]" + INC
-    outcome = run_python(program, ["assert sorted([inc(1)]) == [3]"], FAST)
-    assert outcome.passed == 0 and not outcome.ok
+    verdict = check_code(program, ["assert sorted([inc(1)]) == [3]"], FAST)
+    assert verdict.judged and verdict.passed == 0

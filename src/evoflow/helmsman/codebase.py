@@ -10,6 +10,9 @@ from pathlib import Path
 from evoflow.atomic import write_text
 
 MODULES = ("task.py", "strategy.py", "client_app.py", "server_app.py", "run.py")
+# What a codebase may import besides the standard library (with what these
+# require): the sandbox shows it nothing else
+PACKAGES = ("numpy", "flwr")
 RUNTIME = "flower_runtime.py"
 DATA = "data.npz"
 CONFIG = "run_config.json"

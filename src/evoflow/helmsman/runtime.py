@@ -3,8 +3,9 @@
 by calling the node's app directly.
 
 This file is copied into every sandboxed codebase and imported there as
-``flower_runtime`` (the sandbox may read nothing but its own folder and the
-Python installation), so it imports only the standard library and ``flwr``.
+``flower_runtime`` (the sandbox may read nothing but its own folder, the
+standard library and the packages a codebase declares, ``codebase.PACKAGES``),
+so it imports only the standard library and ``flwr``.
 A generated ``run.py`` calls::
 
     from flower_runtime import run_federation

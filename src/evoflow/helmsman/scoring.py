@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from evoflow.helmsman import codebase
 from evoflow.helmsman.datafile import UNREADABLE
 from evoflow.sandbox import Limits, run_files
 
@@ -201,7 +202,8 @@ def check_model(modules: dict[str, str], features: bytes, config: dict,
         return [f"the final model in {MODEL} has NaN or infinite weights (or none)"]
     files = {**modules, "program.py": PREDICT, MODEL: model, "data.npz": features,
              "run_config.json": json.dumps(config)}  # fmt: skip
-    outcome, kept = run_files(files, CHECK_LIMITS, collect=("final.npy", "stderr"))
+    outcome, kept = run_files(files, CHECK_LIMITS, collect=("final.npy", "stderr"),
+                              packages=codebase.PACKAGES)  # fmt: skip
     try:
         final = np.load(io.BytesIO(kept["final.npy"]), allow_pickle=False)
     except (KeyError, *UNREADABLE):

@@ -44,7 +44,7 @@ def simulate(modules: dict[str, str], data: bytes, config: dict,
         outcome = Outcome("crashed", 0, 0, 0.0, None, "", str(error), False)
         verdict = Diagnosis("FAIL", 1, (str(error),))
         return Simulation(outcome, str(error), None, verdict)
-    outcome, kept = run_files(files, limits, collect=KEPT)
+    outcome, kept = run_files(files, limits, collect=KEPT, packages=codebase.PACKAGES)
     log = "\n".join(
         kept.get(name, b"").decode("utf-8", "replace") for name in ("stdout", "stderr")
     )

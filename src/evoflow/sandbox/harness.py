@@ -4,56 +4,57 @@ boundary of ``evoflow.sandbox.isolation`` and never imported by evoflow.
 
 Two processes share the work. The keeper (this process) is init of the run's
 pid namespace and cannot be traced by anything else there. It lowers the
-resource limits, copies the project into the working folder, and forks the
-worker, which runs ``program.py`` and then each test snippet. The keeper never
-runs untrusted code and alone holds the channel to the host (an inherited pipe
-the worker closes before anything runs). When the worker has ended, the
-keeper kills every other process left in the sandbox. It then sends the files
-the host asked for, and last the verdict: how the worker ended (``exit:N`` or
-``signal:N``) and the tests passed. That count is -1 unless the worker reported
-with the keeper's per-run secret, which it does only after every test ran.
+resource limits, copies the project into the working folder and forks the
+worker. When the worker has ended, the keeper kills every other process left
+in the sandbox, then sends the host the files it asked for and last how the
+worker ended (``exit:N`` or ``signal:N``). The keeper runs no untrusted code
+and alone holds that channel.
 
-The worker binds everything it relies on (``compile``, ``exec``,
-``os.write``, ``os._exit``, the builtins) before the program runs, so a
-program that replaces them changes nothing the count depends on. Each test
-runs in a copy of the program's namespace. That copy has the builtins as they
-were before the program ran, and leaves out any name the program defined over
-a builtin. The audit hook is defence in depth behind the OS boundary: no files
-outside the folder (the interpreter's installation may be read), no sockets,
-no new processes, no signals, no calls through ``ctypes``, no ``gc``, tracing
-or generator frames. The secret lives in the worker, so a program that walks
-the interpreter's frames back into the worker (``sys._getframe``,
-``tb_frame.f_back``: left open, as logging and ``namedtuple`` need them) can
-still report a count it did not earn. Only the verdict's channel is out of its
-reach.
+The worker plays the run's role:
+
+- ``program``: run ``program.py``; then, where the run has calls, answer
+  each: look the function up in the program's namespace, call it with the
+  decoded inputs, and write back the result as data (``codec``) or the name
+  of what it raised. Last it writes ``{"end": true}``.
+- ``judge``: run the tests (``judging.py``); it never holds generated code.
+
+The worker holds nothing the program could use to be counted as passing: it
+knows the inputs of its calls and no expected value, and what it writes is
+only what the program claims to return, compared outside. So the program may
+replace anything in the worker. The audit hook is defence in depth behind the
+OS boundary: no files outside the folder (the interpreter's installation may
+be read), no sockets, no new processes, no signals, no calls through
+``ctypes``.
 """
 
+from __future__ import annotations
+
 import builtins
+import importlib.util
 import json
 import os
 import resource
-import secrets
 import shutil
 import signal
 import stat
 import sys
 
 INBOX = "/sandbox/in"
-OWN = ("harness.py", "run.json")
+SITE = "/sandbox/site"
+OWN = ("harness.py", "run.json", "codec.py", "judging.py", "calls.jsonl", "judge.json")
 BLOCKED = (
     "socket.", "subprocess.", "os.fork", "os.forkpty", "os.posix_spawn", "os.exec",
     "os.spawn", "os.system", "os.kill", "os.killpg", "os.startfile", "pty.",
     "ctypes.dlsym", "ctypes.call_function", "ctypes.cdata", "ctypes.string_at",
-    "ctypes.wstring_at", "_posixsubprocess.", "os.chroot", "os.setuid", "gc.",
-    "sys._current_frames", "sys._current_exceptions", "sys.settrace", "sys.setprofile",
+    "ctypes.wstring_at", "_posixsubprocess.", "os.chroot", "os.setuid",
     "signal.pthread_kill",
 )  # fmt: skip
-HIDDEN = ("gi_frame", "cr_frame", "ag_frame")  # a suspended frame's locals
 LOOK_EVENTS = ("os.listdir", "os.scandir", "os.chdir")  # imports list sys.path
 CHANGE_EVENTS = ("os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.symlink",
                  "os.link", "os.chmod", "os.chown", "os.truncate", "os.utime",
                  "shutil.")  # fmt: skip
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+LINE = 2**20 + 4096  # longest request line
 
 
 def main(config_path: str) -> None:
@@ -63,25 +64,21 @@ def main(config_path: str) -> None:
     with open(config_path) as handle:
         config = json.load(handle)
     _lower_limits(config["limits"])
-    shutil.copytree(INBOX, ".", dirs_exist_ok=True, ignore=lambda _, names: OWN)
-    secret, channel = secrets.token_hex(16), config["collect_fd"]
-    report_r, report_w = os.pipe()
+    if config["role"] == "program":
+        shutil.copytree(INBOX, ".", dirs_exist_ok=True, ignore=lambda _, names: OWN)
+    channel = config["channel_fd"]
     worker = os.fork()
     if worker == 0:
-        os.close(report_r)
-        os.close(channel)  # only the keeper can write to the host
-        _work(report_w, secret)
-    os.close(report_w)
+        os.close(channel)  # only the keeper can write to the host's channel
+        _work(config)
+    for fd in config["worker_fds"]:
+        os.close(fd)  # the worker's alone: the host sees their end when it ends
     how = _ended(os.waitpid(worker, 0)[1])
     try:
         os.kill(-1, signal.SIGKILL)  # every process here but init, the keeper
     except ProcessLookupError:
         pass  # none was left
-    report = os.read(report_r, 256).decode(errors="replace").split()
-    total = int(config["tests"])
-    honest = len(report) == 3 and report[0] == secret and report[2] == str(total)
-    passed = int(report[1]) if honest and report[1].isdigit() else -1
-    _send(channel, config["collect"], {"how": how, "passed": passed, "total": total})
+    _send(channel, config["collect"], {"how": how})
 
 
 def _lower_limits(limits: dict) -> None:
@@ -124,65 +121,108 @@ def _send(fd: int, names: list, verdict: dict) -> None:
         channel.write(json.dumps({"verdict": verdict}).encode() + b"\n")
 
 
-def _work(report: int, secret: str) -> None:
-    """The worker: run the program, then each test; report only at the end."""
-    exec_, compile_, write, exit_, type_ = exec, compile, os.write, os._exit, type
-    enumerate_, dict_, len_ = enumerate, dict, len
-    failure, excepthook = Exception, sys.__excepthook__
-    flushes = (sys.stdout.flush, sys.stderr.flush)
-    pristine = dict(vars(builtins))
-    with open("program.py") as handle:
-        program = handle.read()
-    tests = []
-    if os.path.exists("tests.json"):
-        with open("tests.json") as handle:
-            tests = json.load(handle)
+def _load(name: str):
+    """A module of the harness (``codec``, ``judging``) from the inbox."""
+    spec = importlib.util.spec_from_file_location(
+        f"_sandbox_{name}", f"{INBOX}/{name}.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _work(config: dict) -> None:
+    """The worker: play the run's role, then end with exit 0 (or 1 where the
+    program raised)."""
+    codec = _load("codec")
+    answers = config["outbound_fd"]
+    home = os.path.realpath(".")
     sys.argv = ["program.py"]
-    sys.path.insert(0, os.path.realpath("."))  # a project's modules import each other
-    sys.addaudithook(_hook(os.path.realpath("."), _readable()))
-    namespace = {
-        "__name__": "__main__",
-        "__file__": "program.py",
-        "__builtins__": builtins,
-    }
+    sys.path[:0] = [home, SITE]  # a project's modules import each other
+    if config["role"] == "judge":
+        judging = _load("judging")
+        with open(f"{INBOX}/judge.json") as handle:
+            plan = json.load(handle)
+        sys.addaudithook(_hook(home, _readable()))
+        judging.judge(plan, codec, config["inbound"], answers)
+        os._exit(0)
+    requests = config["inbound"]  # a file of calls, a pipe from the host, or None
+    if isinstance(requests, str):
+        requests = os.open(requests, os.O_RDONLY)
+    sys.addaudithook(_hook(home, _readable()))
+    namespace = {"__name__": "__main__", "__file__": "program.py",
+                 "__builtins__": builtins}  # fmt: skip
+    exit_, write = os._exit, _writer(answers)
     try:
-        exec_(compile_(program, "program.py", "exec"), namespace)
-        passed = 0
-        for i, test in enumerate_(tests):
-            scope = {k: v for k, v in namespace.items() if k not in pristine}
-            scope["__builtins__"] = dict_(pristine)
-            try:
-                exec_(compile_(test, f"test_{i}.py", "exec"), scope)
-                passed += 1
-            except failure as error:
-                write(2, f"test {i}: {_describe(error, type_)}\n".encode())
+        with open("program.py") as handle:
+            exec(compile(handle.read(), "program.py", "exec"), namespace)
     except BaseException as error:  # noqa: BLE001 - the program ended the run early
-        excepthook(type_(error), error, error.__traceback__)
-        _flush(flushes)
+        sys.__excepthook__(type(error), error, error.__traceback__)
+        _flush()
         exit_(1)
-    _flush(flushes)
-    write(report, f"{secret} {passed} {len_(tests)}\n".encode())
+    if requests is not None:
+        _serve(namespace, os.fdopen(requests, "rb"), write, codec)
+    _flush()
+    write({"end": True})
     exit_(0)
 
 
-def _describe(error: BaseException, type_) -> str:
-    try:
-        return f"{type_(error).__name__}: {error}"
-    except BaseException:  # noqa: BLE001 - an exception whose message fails
-        return type_(error).__name__
-
-
-def _flush(flushes) -> None:
-    for flush in flushes:
+def _serve(namespace: dict, requests, write, codec) -> None:
+    """Answer each request line (``{"i", "op": "call" | "look", "name",
+    "value"}``) until the requests end."""
+    while line := requests.readline(LINE):
+        request = json.loads(line)
+        i, name = request["i"], request["name"]
+        if name not in namespace:
+            write({"i": i, "raised": "NameError"})
+            continue
+        target = namespace[name]
+        if request["op"] == "look" and callable(target):
+            write({"i": i, "callable": True})
+            continue
+        if request["op"] == "call":
+            try:
+                args, kwargs = codec.from_tree(request["value"])
+                target = target(*args, **kwargs)
+            except BaseException as error:  # noqa: BLE001 - what the call raised
+                write({"i": i, "raised": _kind(error)})
+                continue
         try:
-            flush()
+            write({"i": i, "value": codec.to_tree(target)})
+        except codec.NotData as error:
+            write({"i": i, "unfit": str(error)})
+
+
+def _kind(error: BaseException) -> str:
+    try:
+        return str(type(error).__name__)[:80]
+    except BaseException:  # noqa: BLE001 - a class whose name fails
+        return "Exception"
+
+
+def _writer(fd: int):
+    def write(message: dict) -> None:
+        data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
+        while data:
+            data = data[os.write(fd, data) :]
+
+    return write
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
         except BaseException:  # noqa: BLE001, S110 - a closed stream loses only its output
             pass
 
 
 def _readable() -> tuple:
     return tuple(
-        {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+        {
+            os.path.realpath(p)
+            for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, SITE)
+        }
     )
 
 
@@ -202,8 +242,6 @@ def _hook(home: str, readable: tuple):
             raise PermissionError(f"sandbox: no access to {os.fsdecode(path)}")
         if event.startswith(BLOCKED):
             raise PermissionError(f"sandbox: {event} is not allowed")
-        if event == "object.__getattr__" and args[1] in HIDDEN:
-            raise PermissionError(f"sandbox: reading {args[1]} is not allowed")
         if event.startswith(LOOK_EVENTS + CHANGE_EVENTS):
             roots = (home,) if event.startswith(CHANGE_EVENTS) else (home, *readable)
             paths = [a for a in args if isinstance(a, str | bytes)]
