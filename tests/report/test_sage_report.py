@@ -14,7 +14,10 @@ def metrics(l1: float, overall: float) -> dict:
 
 def test_tables_print_the_papers_rows_and_ours():
     text = sage.tables_markdown(
-        {"Base Model (warm-up SFT)": metrics(0.3, 3 / 14), "SAGE": metrics(0.5, 5 / 14)},
+        {
+            "Base Model (warm-up SFT)": metrics(0.3, 3 / 14),
+            "SAGE": metrics(0.5, 5 / 14),
+        },
         {"full": metrics(0.5, 5 / 14), "w/o critic training": metrics(0.4, 4 / 14)},
     )
     # Table 1, Qwen-2.5-3B SAGE row and Table 3's w/o-solver row, as in seed 001
