@@ -18,7 +18,10 @@ rule tts_turns:
         settings=lambda wc: runtime_settings_with_turns(int(wc.turns)),
         envs=ENVS,
         kind=lambda wildcards: method_of(wildcards).kind.name,
+        samples=1,  # one greedy episode per task at each cap
     threads: 1
+    message:
+        job_message(f"test-time scaling {{wildcards.method}}: at most {{wildcards.turns}} turns, {N_ENVS}")
     conda:
         ENV
     script:
@@ -39,6 +42,8 @@ rule tts_passk:
         settings=runtime_settings(ENVS, ["test", "max_turns", "remote", "strata"]),
         samples=config["tts"]["samples"],
     threads: 1
+    message:
+        job_message(f"test-time scaling {{wildcards.method}}: pass@k over {config['tts']['samples']} samples per task")
     conda:
         ENV
     script:

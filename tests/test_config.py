@@ -158,7 +158,7 @@ def test_unreadable_and_malformed_files(tmp_path):
 def test_check_config_cli(tmp_path, capsys):
     good = tmp_path / "good.yaml"
     good.write_text("experiment: x\n")
-    assert main(["check-config", str(good)]) == 0
+    assert main(["check-config", str(good), "--allow-paper-scale"]) == 0
     out = capsys.readouterr().out
     assert yaml.safe_load(out)["model"]["backend"] == "hf"
     assert out.splitlines()[-1] == f"# sha256: {config_hash(load_config(good))}"

@@ -97,7 +97,10 @@ def test_rounds_are_evaluated_from_the_start_agent(run):
     starts = [sha("agenttraj_sft", 1), sha("fedrl_grpo", 1), sha("fedrl_grpo", 2)]
     assert None not in starts and len(set(starts)) == 3
     table = (run / "reports/tiny-fedrl/table1.md").read_text()
-    assert "| FedRL (fedrl_gigpo) | 0.0 | 0.0 | 0.0 |" in table.split("by round")[1]
+    # every round of the by-round table: none of its 4 test episodes, with the
+    # Wilson interval of 0 of 4 ([0.0, 49.0])
+    cell = "0.0 (0/4) [0.0, 49.0]"
+    assert f"| FedRL (fedrl_gigpo) | {cell} | {cell} | {cell} |" in table.split("by round")[1]
     comm = json.loads(
         (run / f"{RESULTS}/fedrl_gigpo/round=2/global/comm.json").read_text()
     )

@@ -86,16 +86,12 @@ def report_outputs(config: dict, reports: str) -> dict[str, str]:
 
 
 def report_rl_inputs(config: dict, results: str) -> list[str]:
-    """What the RL figure and tables read besides metrics: every span's
-    metrics, and each method's final evaluation episodes (per-subset cells)."""
+    """What the RL figure and tables read besides metrics and episodes: every
+    span's metrics (its per-subset cells read the final evaluations' episodes,
+    which the report rule lists with every evaluation's)."""
     methods, layout = methods_from_config(config), Layout(results)
-    files = [layout.server(name, r, "metrics.json")
-             for name, m in _rl_methods(methods).items() for r in range(1, m.rounds + 1)]  # fmt: skip
-    envs = _table_envs(config)
-    if files and envs:
-        for name, m in methods.items():
-            files += layout.evaluations(name, m.final_round, envs, "episodes.parquet")
-    return files
+    return [layout.server(name, r, "metrics.json")
+            for name, m in _rl_methods(methods).items() for r in range(1, m.rounds + 1)]  # fmt: skip
 
 
 def report_sage_inputs(config: dict, results: str) -> list[str]:
