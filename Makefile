@@ -1,17 +1,26 @@
 # evoflow's two entry points:
-#   make run    set up .venv, run the embedded-default experiment, print its table
-#   make test   set up .venv, then ruff, snakemake --lint and pytest
+#   make run      set up .venv, run the embedded-default experiment, print its table
+#   make test     set up .venv, then ruff, snakemake --lint, the docs and pytest
+# and around them:
+#   make docs     regenerate the reference pages and build the site (build/site/)
+#   make report   Snakemake's HTML report of the embedded default's finished run
+#   make sandbox  install bubblewrap, which SAGE's and Helmsman's configs need
 PYTHON ?= python3
 VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
 STAMP := $(VENV)/.installed
+DOCS_STAMP := $(VENV)/.docs-installed
 CORES ?= 2
+SHELL := /bin/bash
 export PATH := $(BIN):$(PATH)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup run test lint clean
+.PHONY: setup run test lint docs report sandbox clean
 
 $(STAMP): pyproject.toml requirements/cpu.lock
+	# Python 3.11 with venv and pip, or stop here; a warning below ~12 GB of memory.
+	bash scripts/setup/preflight.sh $(PYTHON)
 	$(PYTHON) -m venv $(VENV)
 	# cpu.lock is the full CPU stack (torch==2.13.0+cpu, never the CUDA build).
 	$(BIN)/pip install --quiet -r requirements/cpu.lock
@@ -25,20 +34,48 @@ $(STAMP): pyproject.toml requirements/cpu.lock
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
+# The documentation site's stack (mkdocs, Material), beside the CPU stack.
+$(DOCS_STAMP): $(STAMP) requirements/docs.lock
+	$(BIN)/pip install --quiet -r requirements/docs.lock
+	touch $@
+
 setup: $(STAMP)
 
+# The embedded default (Fed-SE) runs no generated code, so it needs no sandbox.
+# Its output goes through `evoflow progress`: a line per finished job with the
+# time spent and about how long is left; `evoflow status logs/embedded` in
+# another terminal shows the running jobs' own progress bars.
 run: $(STAMP)
-	# Debian's bubblewrap: the sandbox's OS isolation (generated code never runs without it).
-	bash scripts/setup/bubblewrap.sh
-	snakemake --profile workflow/profiles/local --cores $(CORES)
+	set -o pipefail; snakemake --profile workflow/profiles/local --cores $(CORES) 2>&1 \
+		| evoflow progress logs/embedded --cores $(CORES)
 	@cat reports/embedded/table1.md
 	@echo; echo "Job time per rule (benchmark files under logs/embedded/bench):"
 	@evoflow timing logs/embedded
 
-lint: $(STAMP)
+# Debian's bubblewrap: the sandbox's OS isolation, for configs whose methods run
+# generated code (config/sage.yaml, config/helmsman.yaml).
+sandbox:
+	bash scripts/setup/bubblewrap.sh
+
+# Snakemake's self-contained HTML report of the finished embedded default.
+report: $(STAMP)
+	snakemake --profile workflow/profiles/local --report reports/embedded/report.html
+	@echo "report: reports/embedded/report.html"
+
+docs: $(DOCS_STAMP)
+	evoflow docs-reference
+	mkdocs build --strict --site-dir build/site
+	@echo "site: build/site/index.html"
+
+lint: $(DOCS_STAMP)
 	ruff check .
 	ruff format --check .
 	snakemake --lint
+	# The generated reference pages match their sources, and the site builds
+	# without a warning (into a folder thrown away).
+	evoflow docs-reference --check
+	site=$$(mktemp -d) && mkdocs build --strict --site-dir "$$site"; \
+		status=$$?; rm -rf "$$site"; exit $$status
 
 test: lint
 	# Debian's Chromium for the explorer's browser tests (a test fails if it is missing).
@@ -49,4 +86,4 @@ test: lint
 	pytest -n $(CORES) --durations=30
 
 clean:
-	rm -rf $(VENV) .snakemake
+	rm -rf $(VENV) .snakemake build/site

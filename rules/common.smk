@@ -50,6 +50,31 @@ def method_of(wildcards):
     return METHODS[wildcards.method]
 
 
+# --- job messages ------------------------------------------------------------
+
+
+def job_message(text):
+    """A job's one line in a run's output (``message:``). With EVOFLOW_JOB_BLOCKS=1
+    in the environment there is none, and Snakemake prints each job's block
+    instead: rule, files, wildcards (the tests read dry runs so)."""
+    return None if os.environ.get("EVOFLOW_JOB_BLOCKS") == "1" else text
+
+
+def _counts(key, unit):
+    """How many of ``unit`` each env has under ``envs.<env>.<key>``: "16 tasks",
+    "8-16 tasks"; None counts as the whole split."""
+    values = {config["envs"][env][key] for env in ENVS}
+    if None in values:
+        return f"all {config['evaluation']['split']} {unit}"
+    low, high = min(values, default=0), max(values, default=0)
+    return f"{low} {unit}" if low == high else f"{low}-{high} {unit}"
+
+
+N_ENVS = f"{len(ENVS)} env{'s' * (len(ENVS) != 1)}"
+EXPLORED = _counts("explore", "tasks")
+EVALUATED = _counts("test", "tasks")
+
+
 # --- paths -----------------------------------------------------------------
 
 LAYOUT = Layout(RESULTS)
@@ -251,8 +276,14 @@ def all_evaluations():
 def all_episodes():
     """The episode shards beside every env evaluation's metrics (the report's
     intervals and paired comparisons are computed from them)."""
-    return [f.replace("/metrics.json", "/episodes.parquet") for f in all_evaluations()
-            if "/eval/env=" in f]
+    shards = []
+    for metrics in all_evaluations():  # .../eval/env=<env>/metrics.json
+        folder = os.path.dirname(metrics)
+        if os.path.basename(folder).startswith("env=") and (
+            os.path.basename(os.path.dirname(folder)) == "eval"
+        ):
+            shards.append(os.path.join(folder, "episodes.parquet"))
+    return shards
 
 
 def method_artifacts(name):

@@ -13,6 +13,8 @@ rule expert_demos:
         env=lambda wc: expert_settings(wc.env, wc.expert_set),
         experiment=EXP,
         seed=config["seed"],
+    message:
+        job_message("expert demonstrations: {wildcards.env} ({wildcards.expert_set} set)")
     conda:
         ENV
     script:
@@ -27,6 +29,8 @@ rule expert_manifest:
     log:
         f"{LOGS}/{{expert_set}}/{{env}}.manifest.log",
     localrule: True
+    message:
+        job_message("manifest: {wildcards.expert_set} demonstrations of {wildcards.env}")
     conda:
         ENV
     script:
@@ -41,6 +45,8 @@ rule pooled_manifest:
     log:
         f"{LOGS}/{{expert_set}}/pooled.manifest.log",
     localrule: True
+    message:
+        job_message(f"manifest: {{wildcards.expert_set}} demonstrations of {N_ENVS}, pooled")
     conda:
         ENV
     script:

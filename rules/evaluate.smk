@@ -19,6 +19,8 @@ rule evaluate:
         kind=lambda wildcards: method_of(wildcards).kind.name,
         samples=lambda wildcards: method_of(wildcards).options.get("samples", 1),
     threads: 1
+    message:
+        job_message(f"evaluate {{wildcards.method}} round {{wildcards.round}}: {N_ENVS} × {EVALUATED}")
     conda:
         ENV
     script:

@@ -20,6 +20,8 @@ rule explore:
             ENVS, ["explore", "max_turns", "remote", "strata"], explore_sampling(method_of(wc))
         ),
     threads: 1
+    message:
+        job_message(f"explore {{wildcards.method}} round {{wildcards.round}}: {len(ENVS)} clients × {EXPLORED}")
     conda:
         ENV
     script:
@@ -40,6 +42,8 @@ rule buffer:
     params:
         select=lambda wc: family(method_of(wc)).buffer_select(method_of(wc)),
     localrule: True
+    message:
+        job_message("buffer {wildcards.method} round {wildcards.round}: client {wildcards.env}")
     conda:
         ENV
     script:

@@ -20,6 +20,8 @@ rule rl_client_span:
     params:
         settings=rl_client_settings,
     threads: 1
+    message:
+        job_message("federated RL {wildcards.method} round {wildcards.round}: client {wildcards.env}")
     conda:
         ENV
     script:

@@ -21,6 +21,8 @@ rule train_client:
         sft=lambda wc: method_of(wc).sft_for(int(wc.round), wc.env).to_dict(),
         loss_log=f"{LOGS}/{{method}}/round={{round}}/train/{{env}}.loss.jsonl",
     threads: 1
+    message:
+        job_message("train {wildcards.method} round {wildcards.round}: client {wildcards.env}")
     conda:
         ENV
     script:
@@ -47,6 +49,8 @@ rule aggregate:
         seed=config["seed"],
         model=config["model"]["name"],
         sft=lambda wc: method_of(wc).sft_for(1, ENVS[0]).to_dict(),
+    message:
+        job_message(f"aggregate {{wildcards.method}} round {{wildcards.round}}: {len(ENVS)} client adapters")
     conda:
         ENV
     script:

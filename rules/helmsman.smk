@@ -17,6 +17,8 @@ rule helm_data:
         f"{LOGS}/helmsman/{{task}}/data.log",
     params:
         seeds=HELM_SEEDS,
+    message:
+        job_message("Helmsman {wildcards.task}: data of every seed")
     conda:
         ENV
     script:
@@ -33,6 +35,8 @@ rule helm_baseline:
     params:
         bench=HELM_SETTINGS.get("bench"),
     threads: 1
+    message:
+        job_message("Helmsman {wildcards.task}: baseline {wildcards.strategy}, every seed")
     conda:
         ENV
     script:
@@ -49,6 +53,8 @@ rule helm_plan:
         calls=f"{HELM}/{{task}}/calls.jsonl",
         approval=f"{HELM}/{{task}}/approval.json",
     threads: 1
+    message:
+        job_message("Helmsman {wildcards.task}: the agents plan")
     conda:
         ENV
     script:
@@ -66,6 +72,8 @@ rule helm_code:
         config=config,
         calls=f"{HELM}/{{task}}/calls.jsonl",
     threads: 1
+    message:
+        job_message("Helmsman {wildcards.task}: the agents write the code")
     conda:
         ENV
     script:
@@ -86,6 +94,8 @@ rule helm_refine:
         config=config,
         calls=f"{HELM}/{{task}}/calls.jsonl",
     threads: 1
+    message:
+        job_message("Helmsman {wildcards.task}: simulate, diagnose, repair")
     conda:
         ENV
     script:
@@ -103,6 +113,8 @@ rule helm_generated:
     params:
         bench=HELM_SETTINGS.get("bench"),
     threads: 1
+    message:
+        job_message("Helmsman {wildcards.task}: the generated code, every seed")
     conda:
         ENV
     script:
@@ -122,6 +134,8 @@ rule helm_report:
         settings=HELM_SETTINGS,
         folder=HELM,
     localrule: True
+    message:
+        job_message(f"Helmsman tables: {REPORTS}/helmsman_tables.md")
     conda:
         ENV
     script:

@@ -11,6 +11,8 @@ rule resolved_config:
         config=config,
         config_hash=CONFIG_HASH,
     localrule: True
+    message:
+        job_message(f"resolved config: {RESULTS}/config.json")
     conda:
         ENV
     script:
@@ -39,6 +41,8 @@ rule report:
         config=config,
         results=lambda wc, input: os.path.dirname(input.config),
     localrule: True
+    message:
+        job_message(f"report: tables and figures in {REPORTS}/")
     conda:
         ENV
     script:

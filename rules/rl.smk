@@ -19,6 +19,8 @@ rule rl_span:
     params:
         settings=rl_settings,
     threads: 1
+    message:
+        job_message("RL {wildcards.method}: span {wildcards.round}")
     conda:
         ENV
     script:

@@ -15,6 +15,8 @@ rule sage_data:
         f"{LOGS}/sage_data.log",
     params:
         settings=sage_settings(),
+    message:
+        job_message("SAGE data: seed pool, held-out and validation problems")
     conda:
         ENV
     script:
@@ -33,6 +35,8 @@ rule sage_warmup:
     params:
         settings=sage_settings(),
     threads: 1
+    message:
+        job_message("SAGE warm-up: SFT on the roles' tags")
     conda:
         ENV
     script:
@@ -57,6 +61,8 @@ rule sage_span:
     params:
         settings=sage_method_settings,
     threads: 1
+    message:
+        job_message("SAGE {wildcards.method}: span {wildcards.round} of self-play")
     conda:
         ENV
     script:
@@ -78,6 +84,8 @@ rule sage_evaluate:
     params:
         settings=sage_method_settings,
     threads: 1
+    message:
+        job_message("evaluate {wildcards.method} span {wildcards.round}: the Solver on held-out problems")
     conda:
         ENV
     script:

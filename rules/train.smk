@@ -19,6 +19,8 @@ rule train_pooled:
         sft=lambda wc: family(method_of(wc)).sft(method_of(wc), int(wc.round), POOLED).to_dict(),
         loss_log=f"{LOGS}/{{method}}/round={{round}}/train/pooled.loss.jsonl",
     threads: 1
+    message:
+        job_message(f"train {{wildcards.method}} round {{wildcards.round}}: {N_ENVS} pooled")
     conda:
         ENV
     script:

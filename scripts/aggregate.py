@@ -4,15 +4,15 @@ from evoflow.warmstart import handoff
 
 handoff()
 
-import logging
 import sys
 
 from evoflow.fed.server_round import server_round
 from evoflow.fed.settings import AggregationSettings
+from evoflow.joblog import log_to
 from evoflow.tracking import record
 
 sys.stderr = open(snakemake.log[0], "w")
-logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+log_to(sys.stderr)
 previous = snakemake.input.get("previous_comm")
 found = snakemake.input.get("reference")  # last round's global adapter, where needed
 reference = found if isinstance(found, str) else (list(found)[0] if found else None)

@@ -4,15 +4,15 @@ from evoflow.warmstart import handoff
 
 handoff()
 
-import logging
 import sys
 
 from evoflow.config import config_hash
 from evoflow.evaluate.run import run_evaluation
+from evoflow.joblog import log_to
 from evoflow.tracking import record
 
 sys.stderr = open(snakemake.log[0], "w")
-logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+log_to(sys.stderr)
 envs = snakemake.params.envs
 if "global" in snakemake.input.keys():
     adapters = {env: str(snakemake.input["global"]) for env in envs}

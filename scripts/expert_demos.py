@@ -4,14 +4,14 @@ from evoflow.warmstart import handoff
 
 handoff()
 
-import logging
 import sys
 
 from evoflow.config import config_hash
+from evoflow.joblog import log_to
 from evoflow.rollout.expert import write_demos
 
 sys.stderr = open(snakemake.log[0], "w")
-logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+log_to(sys.stderr)
 env = snakemake.params.env
 info = write_demos(
     snakemake.output[0],

@@ -5,14 +5,14 @@ from evoflow.warmstart import handoff
 
 handoff()
 
-import logging
 import sys
 
 from evoflow.config import config_hash
+from evoflow.joblog import log_to
 from evoflow.rollout.explore import explore_envs
 
 sys.stderr = open(snakemake.log[0], "w")
-logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+log_to(sys.stderr)
 adapter = snakemake.input.get("adapter")
 explore_envs(
     snakemake.params.settings,

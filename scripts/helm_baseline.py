@@ -5,15 +5,15 @@ from evoflow.warmstart import handoff
 
 handoff()
 
-import logging
 import sys
 from pathlib import Path
 
 from evoflow.helmsman.benchmark import BenchSettings
 from evoflow.helmsman.run import run_baseline
+from evoflow.joblog import log_to
 
 sys.stderr = open(snakemake.log[0], "w")
-logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+log_to(sys.stderr)
 run_baseline(
     snakemake.wildcards.task,
     snakemake.wildcards.strategy,

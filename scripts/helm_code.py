@@ -4,15 +4,15 @@ from evoflow.warmstart import handoff
 
 handoff()
 
-import logging
 import sys
 from pathlib import Path
 
 from evoflow.helmsman.run import code
+from evoflow.joblog import log_to
 from evoflow.runtime import policy_from_config
 
 sys.stderr = open(snakemake.log[0], "w")
-logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+log_to(sys.stderr)
 config = snakemake.params.config
 code(
     Path(snakemake.input.plan),

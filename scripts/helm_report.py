@@ -4,13 +4,13 @@ from evoflow.warmstart import handoff
 
 handoff()
 
-import logging
 import sys
 
+from evoflow.joblog import log_to
 from evoflow.report.helmsman import write_report
 
 sys.stderr = open(snakemake.log[0], "w")
-logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+log_to(sys.stderr)
 write_report(
     snakemake.params.folder,
     snakemake.params.settings,

@@ -4,14 +4,14 @@ from evoflow.warmstart import handoff
 
 handoff()
 
-import logging
 import sys
 
 from evoflow.config import config_hash
 from evoflow.evaluate.scaling import run_passk
+from evoflow.joblog import log_to
 
 sys.stderr = open(snakemake.log[0], "w")
-logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+log_to(sys.stderr)
 settings = snakemake.params.settings
 adapter = snakemake.input.get("global")
 run_passk(

@@ -4,13 +4,13 @@ from evoflow.warmstart import handoff
 
 handoff()
 
-import logging
 import sys
 
+from evoflow.joblog import log_to
 from evoflow.report.build import build_report
 
 sys.stderr = open(snakemake.log[0], "w")
-logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+log_to(sys.stderr)
 build_report(
     snakemake.params.config, snakemake.params.results, dict(snakemake.output.items())
 )

@@ -5,16 +5,16 @@ from evoflow.warmstart import handoff
 
 handoff()
 
-import logging
 import sys
 from pathlib import Path
 
 from evoflow.config import config_hash
+from evoflow.joblog import log_to
 from evoflow.tracking import record, step_series
 from evoflow.train.rl.run import run_rl_span
 
 sys.stderr = open(snakemake.log[0], "w")
-logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+log_to(sys.stderr)
 inputs = {}
 if "state" in snakemake.input.keys():
     inputs["previous"] = str(Path(snakemake.input.state).parent)

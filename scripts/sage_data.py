@@ -4,13 +4,13 @@ from evoflow.warmstart import handoff
 
 handoff()
 
-import logging
 import sys
 
+from evoflow.joblog import log_to
 from evoflow.sage.run import prepare
 
 sys.stderr = open(snakemake.log[0], "w")
-logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+log_to(sys.stderr)
 prepare(
     snakemake.params.settings,
     snakemake.output.pool,

@@ -4,15 +4,15 @@ from evoflow.warmstart import handoff
 
 handoff()
 
-import logging
 import sys
 
 from evoflow.config import config_hash
+from evoflow.joblog import log_to
 from evoflow.sage.run import evaluate
 from evoflow.tracking import record
 
 sys.stderr = open(snakemake.log[0], "w")
-logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+log_to(sys.stderr)
 adapter = str(snakemake.input.adapter) if "adapter" in snakemake.input.keys() else None
 metrics = evaluate(
     snakemake.params.settings,

@@ -4,16 +4,16 @@ from evoflow.warmstart import handoff
 
 handoff()
 
-import logging
 import sys
 from pathlib import Path
 
 from evoflow.config import config_hash
+from evoflow.joblog import log_to
 from evoflow.sage.run import run_span
 from evoflow.tracking import record, step_series
 
 sys.stderr = open(snakemake.log[0], "w")
-logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+log_to(sys.stderr)
 inputs = {"pools": list(snakemake.input.pools)}
 if "state" in snakemake.input.keys():
     inputs["previous"] = str(Path(snakemake.input.state).parent)

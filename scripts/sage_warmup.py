@@ -4,14 +4,14 @@ from evoflow.warmstart import handoff
 
 handoff()
 
-import logging
 import sys
 
+from evoflow.joblog import log_to
 from evoflow.sage.run import warm_up
 from evoflow.tracking import record, training
 
 sys.stderr = open(snakemake.log[0], "w")
-logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+log_to(sys.stderr)
 summary = warm_up(snakemake.params.settings, snakemake.input.pool, snakemake.output.adapter,
         threads=snakemake.threads)  # fmt: skip
 # shared by every SAGE method: logged as its own method, round 0

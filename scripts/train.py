@@ -4,14 +4,14 @@ from evoflow.warmstart import handoff
 
 handoff()
 
-import logging
 import sys
 
+from evoflow.joblog import log_to
 from evoflow.tracking import record, training
 from evoflow.train.run import train_from_manifest
 
 sys.stderr = open(snakemake.log[0], "w")
-logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+log_to(sys.stderr)
 init, budget = snakemake.input.get("init"), snakemake.input.get("budget")
 summary = train_from_manifest(
     snakemake.input.manifest,

@@ -11,6 +11,11 @@ from evoflow.store import ShardMeta
 from tests.scheduling import make_scheduler
 from tests.servers import ServerProcess
 
+# Snakemake runs of the tests print each job's block (rule, files, wildcards)
+# instead of its one-line message: the dry-run readers parse those blocks
+# (rules/common.smk, job_message). Tests of the messages unset it.
+os.environ["EVOFLOW_JOB_BLOCKS"] = "1"
+
 
 @pytest.fixture
 def meta() -> ShardMeta:

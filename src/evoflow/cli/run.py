@@ -12,8 +12,10 @@ from evoflow.cli.registry import command
 
 
 def _federate_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", required=True, help="experiment config (YAML)")
-    p.add_argument("--method", required=True, help="a federated method of the config")
+    p.add_argument("--config", required=True,
+                   help="experiment config (YAML)")  # fmt: skip
+    p.add_argument("--method", required=True,
+                   help="a federated method of the config")  # fmt: skip
     p.add_argument(
         "--workdir", default=".", help="results/, clients/ and federation/ go here"
     )
@@ -21,7 +23,8 @@ def _federate_args(p: argparse.ArgumentParser) -> None:
                                        "one and a SuperNode per client on localhost)")  # fmt: skip
     p.add_argument(
         "--root-certificates",
-        help="CA certificate (PEM) of a TLS SuperLink given with --superlink",
+        help="CA certificate (PEM) of a TLS SuperLink given with --superlink "
+        "(default: none - plaintext)",
     )
     p.add_argument(
         "--insecure",
@@ -45,13 +48,15 @@ def _federate_args(p: argparse.ArgumentParser) -> None:
         default=120.0,
         help="seconds the server waits for every client's SuperNode",
     )
-    p.add_argument("--timeout", type=float, help="seconds for the whole federation")
+    p.add_argument("--timeout", type=float,
+                   help="seconds for the whole federation (default: none - no limit)")  # fmt: skip
 
 
 @command(
     "federate",
     "Run a federated method as a Flower deployment (SuperLink + SuperNodes).",
     _federate_args,
+    "evoflow federate --config config/config.yaml --method fedse --workdir fed-run",
 )
 def _federate(args: argparse.Namespace) -> int:
     import signal
@@ -85,24 +90,35 @@ def _helmsman_args(p: argparse.ArgumentParser) -> None:
         "--out", required=True, help="folder of the run (resumes if it exists)"
     )
     p.add_argument("--model", default="smollm2-135m-instruct", help="served model name")
-    p.add_argument("--backend", choices=["openai", "hf"], default="openai")
+    p.add_argument("--backend", choices=["openai", "hf"], default="openai",
+                   help="openai: a served model at --base-url; hf: load it here")  # fmt: skip
     p.add_argument(
         "--base-url", default="http://127.0.0.1:8000", help="openai backend root"
     )
-    p.add_argument("--max-context", type=int, default=32768)
+    p.add_argument("--max-context", type=int, default=32768,
+                   help="prompt + reply tokens per agent call")  # fmt: skip
     approval = p.add_mutually_exclusive_group()
-    approval.add_argument("--auto", action="store_true", help="approve plans unasked")
-    approval.add_argument("--approval-file", help="read decisions from this JSON file")
+    approval.add_argument("--auto", action="store_true",
+                          help="approve plans unasked (default: off - ask on the "
+                               "terminal)")  # fmt: skip
+    approval.add_argument("--approval-file",
+                          help="read decisions from this JSON file (default: none - "
+                               "ask on the terminal)")  # fmt: skip
     p.add_argument("--budget", type=int, default=10, help="repair attempts")
-    p.add_argument("--sandbox-rounds", type=int, default=5)
-    p.add_argument("--plan-rounds", type=int, default=3)
-    p.add_argument("--max-new-tokens", type=int, default=4096)
+    p.add_argument("--sandbox-rounds", type=int, default=5,
+                   help="rounds of a diagnostic sandbox run")  # fmt: skip
+    p.add_argument("--plan-rounds", type=int, default=3,
+                   help="plans drafted before the query is given up")  # fmt: skip
+    p.add_argument("--max-new-tokens", type=int, default=4096,
+                   help="token cap of one agent reply")  # fmt: skip
 
 
 @command(
     "helmsman",
     "Plan, write, simulate, diagnose and repair a Flower codebase for a query.",
     _helmsman_args,
+    'evoflow helmsman "Train a digit classifier across 10 hospitals" --data Q1 '
+    "--out helm-run --auto",
 )
 def _helmsman(args: argparse.Namespace) -> int:
     import json

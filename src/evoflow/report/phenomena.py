@@ -1,0 +1,103 @@
+"""The phenomena report: every study's claims, measured over its fresh seeds.
+
+For each claim of each study config (``evoflow.study``) the seeds' reports are
+pooled (``evoflow.report.seeds.difference``: each seed's paired difference of
+A over B on its shared test tasks, a two-stage bootstrap over seeds then tasks,
+a t-test over the per-seed differences). The verdict follows the project's
+rule: a claim **holds** when the 95 % interval excludes zero in the paper's
+direction and p < 0.05, is **reversed** when it excludes zero the other way
+with p < 0.05, and is otherwise **not resolved at this scale** — the interval
+says how large an effect the study could have missed. ``evoflow phenomena
+config/study/*.yaml`` writes ``reports/phenomena.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from evoflow.config import load_config
+from evoflow.report.seeds import SeedsError, difference, read_report
+from evoflow.report.tables import md_row
+from evoflow.stats import RunEstimate
+from evoflow.study import Claim, Study, study_of, wall_seconds
+
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class Phenomenon:
+    """One claim of one study, measured."""
+
+    study: str
+    claim: Claim
+    estimate: RunEstimate | None  # None: no seed has finished
+    seeds: int
+    episodes: int  # shared test episodes behind the difference, all seeds
+    wall_seconds: float
+    missing: tuple[int, ...]  # seeds whose report is not there yet
+
+
+def verdict(claim: Claim, estimate: RunEstimate | None) -> str:
+    """ "holds", "reversed" or "not resolved at this scale" (see the module)."""
+    if estimate is None:
+        return "not run"
+    sign = 1 if claim.direction == "greater" else -1
+    low, high = sorted((sign * estimate.low, sign * estimate.high))
+    agreed = estimate.p_value is not None and estimate.p_value < ALPHA
+    if agreed and low > 0:
+        return "holds"
+    if agreed and high < 0:
+        return "reversed"
+    return "not resolved at this scale"
+
+
+def measure(study: Study, reports: str | Path = "reports") -> list[Phenomenon]:
+    """Every claim of ``study`` over the seeds whose reports exist."""
+    found, missing = [], []
+    for seed in study.seeds:
+        try:
+            found.append(read_report(study.report(seed, reports)))
+        except SeedsError:
+            missing.append(seed)
+    walls = wall_seconds(study, reports)
+    out = []
+    for claim in study.claims:
+        estimate = difference(found, claim.a, claim.b) if found else None
+        shared = sum(len(set(r.finals[claim.a].tasks) & set(r.finals[claim.b].tasks))
+                     for r in found)  # fmt: skip
+        out.append(Phenomenon(study.experiment, claim, estimate, len(found), shared,
+                              sum(walls.values()), tuple(missing)))  # fmt: skip
+    return out
+
+
+def markdown(phenomena: Sequence[Phenomenon]) -> str:
+    header = ["Study", "Paper's claim", "A − B (points)", "95 % interval", "p",
+              "Seeds", "Episodes", "Wall time", "Verdict"]  # fmt: skip
+    lines = [md_row(header), md_row(["---"] * len(header))]
+    for p in phenomena:
+        e = p.estimate
+        cells = ["–", "–", "–"] if e is None else [
+            f"{100 * e.mean:+.1f}", f"[{100 * e.low:+.1f}, {100 * e.high:+.1f}]",
+            "–" if e.p_value is None else f"{e.p_value:.3f}"]  # fmt: skip
+        seeds = f"{p.seeds}" + (f" ({len(p.missing)} missing)" if p.missing else "")
+        wall = f"{p.wall_seconds / 60:.0f} min" if p.wall_seconds else "–"
+        lines.append(md_row([p.study, f"{p.claim.claim} ({p.claim.a} − {p.claim.b})",
+                             *cells, seeds, str(p.episodes), wall,
+                             verdict(p.claim, e)]))  # fmt: skip
+    note = ("\nEach seed's difference is paired over its shared test tasks; the "
+            "interval is a two-stage bootstrap (seeds, then tasks within envs), p a "
+            "t-test of the per-seed differences. A claim holds only when the interval "
+            "excludes zero in the paper's direction and p < 0.05.\n")  # fmt: skip
+    return "\n".join(lines) + "\n" + note
+
+
+def phenomena_report(
+    configs: Sequence[str | Path], reports: str | Path = "reports"
+) -> str:
+    """The report of every study config in ``configs``."""
+    rows = []
+    for path in configs:
+        rows += measure(study_of(load_config(path), str(path)), reports)
+    return markdown(rows)

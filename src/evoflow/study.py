@@ -1,0 +1,122 @@
+"""A study: one experiment config run once per fresh seed, and the claims it tests.
+
+A config under ``config/study/`` is an ordinary experiment plus a ``study``
+section: the seeds (never ones used to choose a setting) and the paper's claims
+it measures, each a pair of methods and the direction the paper reports::
+
+    study:
+      seeds: [100, 101, 102, 103, 104]
+      claims:
+        - {claim: "Fed-SE beats FedIT", a: fedse, b: fedit, direction: greater}
+
+``evoflow study <config>`` runs the workflow once per seed, each as the
+experiment ``<experiment>-s<seed>`` (its own results and report folders), and
+records each seed's wall time in ``reports/<experiment>/study.json``;
+``evoflow phenomena`` pools the seeds' reports per claim
+(``evoflow.report.phenomena``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from evoflow.atomic import write_json
+from evoflow.config import load_config
+from evoflow.errors import ConfigError
+
+log = logging.getLogger(__name__)
+DIRECTIONS = ("greater", "less")
+RECORD = "study.json"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A paper's claim: method ``a`` ahead of (or behind) method ``b``."""
+
+    claim: str
+    a: str
+    b: str
+    direction: str = "greater"
+
+
+@dataclass(frozen=True)
+class Study:
+    """A study config's name, seeds and claims."""
+
+    experiment: str
+    seeds: tuple[int, ...]
+    claims: tuple[Claim, ...]
+
+    def experiment_of(self, seed: int) -> str:
+        return f"{self.experiment}-s{seed}"
+
+    def report(self, seed: int, reports: str | Path = "reports") -> Path:
+        return Path(reports) / self.experiment_of(seed)
+
+    def record(self, reports: str | Path = "reports") -> Path:
+        return Path(reports) / self.experiment / RECORD
+
+
+def study_of(config: dict, source: str = "config") -> Study:
+    """The ``study`` section of a validated config, its names checked."""
+    section = config.get("study")
+    if not section:
+        raise ConfigError(f"{source}: no 'study' section (seeds and claims)")
+    seeds = tuple(section["seeds"])
+    if len(set(seeds)) != len(seeds):
+        raise ConfigError(f"{source}: key 'study.seeds': {list(seeds)} repeats a seed")
+    if config["seed"] in seeds:
+        raise ConfigError(
+            f"{source}: key 'study.seeds': seed {config['seed']} is the config's own "
+            "seed; a study draws fresh seeds"
+        )
+    claims = []
+    for i, entry in enumerate(section["claims"]):
+        claim = Claim(**entry)
+        for side in (claim.a, claim.b):
+            if side not in config["methods"]:
+                raise ConfigError(
+                    f"{source}: key 'study.claims[{i}]': {side!r} is not a configured "
+                    f"method ({', '.join(config['methods'])})"
+                )
+        claims.append(claim)
+    return Study(config["experiment"], seeds, tuple(claims))
+
+
+def run_study(
+    path: str | Path, cores: int = 2, reports: str | Path = "reports"
+) -> dict:
+    """Run the workflow once per seed of the study config at ``path``; record
+    and return each seed's wall time (seeds already finished are rerun by
+    Snakemake only where something is missing)."""
+    config = load_config(path)
+    study = study_of(config, str(path))
+    record = {"config": str(path), "seeds": {}}
+    for seed in study.seeds:
+        started = time.perf_counter()
+        command = [sys.executable, "-m", "snakemake", "--profile", "workflow/profiles/local",
+                   "--cores", str(cores), "--configfile", str(path), "--config",
+                   f"seed={seed}", f"experiment={study.experiment_of(seed)}"]  # fmt: skip
+        log.info("study %s: seed %d", study.experiment, seed)
+        done = subprocess.run(command, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"study {study.experiment}: seed {seed} failed "
+                               f"(snakemake exit {done.returncode})")  # fmt: skip
+        record["seeds"][str(seed)] = round(time.perf_counter() - started, 1)
+        write_json(study.record(reports), record)
+    return record
+
+
+def wall_seconds(study: Study, reports: str | Path = "reports") -> dict[int, float]:
+    """Each finished seed's wall time from the study record ({} without one)."""
+    path = study.record(reports)
+    if not path.is_file():
+        return {}
+    seeds = json.loads(path.read_text()).get("seeds", {})
+    return {int(s): float(t) for s, t in seeds.items()}

@@ -1,0 +1,77 @@
+"""The phenomena report: a study's claims pooled over its seeds' reports."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evoflow.config import validate_config
+from evoflow.errors import ConfigError
+from evoflow.report.phenomena import markdown, measure, verdict
+from evoflow.stats import RunEstimate
+from evoflow.study import Claim, study_of
+
+HEADER = "method,round,env,task,successes,episodes\n"
+
+
+def config(seeds=(100, 101, 102), claims=None):
+    claims = claims or [{"claim": "A beats B", "a": "fedse", "b": "fedit"}]
+    return validate_config({"experiment": "st", "envs": {"maze": {}},
+                            "methods": {"fedse": {}, "fedit": {}},
+                            "study": {"seeds": list(seeds), "claims": claims}})  # fmt: skip
+
+
+def seed_report(root, seed, fedse, fedit):
+    """A seed's report: 4 maze tasks, per-task successes of both methods."""
+    folder = root / f"st-s{seed}"
+    folder.mkdir(parents=True)
+    lines = [f"{m},5,maze,t{i},{v},1" for m, values in (("fedse", fedse), ("fedit", fedit))
+             for i, v in enumerate(values)]  # fmt: skip
+    (folder / "outcomes.csv").write_text(HEADER + "\n".join(lines) + "\n")
+
+
+def test_a_claim_is_pooled_over_the_seeds_that_finished(tmp_path):
+    # Prepare: seed 100 A +50 points, seed 101 A +25, seed 102 not run yet
+    study = study_of(config())
+    seed_report(tmp_path, 100, [1, 1, 1, 0], [1, 0, 0, 0])
+    seed_report(tmp_path, 101, [1, 1, 0, 0], [1, 0, 0, 0])
+    (tmp_path / "st").mkdir()
+    (tmp_path / "st" / "study.json").write_text(json.dumps({"seeds": {"100": 600,
+                                                                       "101": 540}}))  # fmt: skip
+
+    # Execute
+    [found] = measure(study, tmp_path)
+
+    # Assert: mean of +0.5 and +0.25; 8 shared episodes; 19 minutes
+    assert found.estimate.per_run == pytest.approx((0.5, 0.25))
+    assert found.estimate.mean == pytest.approx(0.375)
+    assert (found.seeds, found.missing, found.episodes) == (2, (102,), 8)
+    text = markdown([found])
+    assert "| st | A beats B (fedse − fedit) | +37.5 |" in text
+    assert "| 2 (1 missing) | 8 | 19 min |" in text
+
+
+def test_verdicts_follow_the_papers_direction():
+    # Prepare: an interval above zero with p < 0.05, and one that spans zero
+    above = RunEstimate(0.3, 0.1, 0.5, 5, (), 0.01, "t", 0.95, 100)
+    spans = RunEstimate(0.1, -0.1, 0.3, 5, (), 0.3, "t", 0.95, 100)
+    weak = RunEstimate(0.3, 0.1, 0.5, 2, (), 0.2, "t", 0.95, 100)  # bootstrap only
+
+    # Assert
+    assert verdict(Claim("x", "a", "b", "greater"), above) == "holds"
+    assert verdict(Claim("x", "a", "b", "less"), above) == "reversed"
+    assert verdict(Claim("x", "a", "b"), spans) == "not resolved at this scale"
+    assert verdict(Claim("x", "a", "b"), weak) == "not resolved at this scale"
+    assert verdict(Claim("x", "a", "b"), None) == "not run"
+
+
+def test_a_study_names_what_is_wrong_with_it():
+    with pytest.raises(ConfigError, match="'nope' is not a configured method"):
+        study_of(config(claims=[{"claim": "x", "a": "nope", "b": "fedit"}]))
+    with pytest.raises(ConfigError, match="repeats a seed"):
+        study_of(config(seeds=(100, 100)))
+    with pytest.raises(ConfigError, match="seed 0 is the config's own seed"):
+        study_of(config(seeds=(0, 1)))
+    with pytest.raises(ConfigError, match="no 'study' section"):
+        study_of(validate_config({"experiment": "x", "envs": {"maze": {}}}))

@@ -1,0 +1,63 @@
+"""The Fed-SE study config and `evoflow study`: the same experiment as the
+embedded default, fresh seeds, one Snakemake run per seed."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from evoflow.config import load_config
+from evoflow.study import run_study, study_of, wall_seconds
+
+STUDY = "config/study/fedse.yaml"
+
+
+def test_the_study_is_the_embedded_default_under_fresh_seeds():
+    # Prepare
+    default, study = load_config("config/config.yaml"), load_config(STUDY)
+
+    # Execute / Assert: everything but the name and the study section is the default's
+    assert {k: v for k, v in study.items() if k not in ("experiment", "study")} == {
+        k: v for k, v in default.items() if k not in ("experiment", "study")
+    }
+    seeds = study_of(study, STUDY).seeds
+    assert len(seeds) >= 5
+    for used in (0, 1, 1000, 1001, default["seed"]):  # seeds that chose settings
+        assert used not in seeds
+
+
+def test_study_runs_snakemake_once_per_seed_under_its_own_name(tmp_path, monkeypatch):
+    # Prepare: Snakemake's process is replaced by a recorder
+    calls = []
+
+    def fake_run(command, check):
+        calls.append(command)
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr("evoflow.study.subprocess.run", fake_run)
+
+    # Execute
+    record = run_study(STUDY, cores=3, reports=tmp_path)
+
+    # Assert
+    seeds = study_of(load_config(STUDY)).seeds
+    assert [c[c.index("--config") + 1 :] for c in calls] == [
+        [f"seed={s}", f"experiment=study-fedse-s{s}"] for s in seeds
+    ]
+    assert all(c[c.index("--cores") + 1] == "3" for c in calls)
+    assert sorted(record["seeds"]) == sorted(str(s) for s in seeds)
+    assert set(wall_seconds(study_of(load_config(STUDY)), tmp_path)) == set(seeds)
+    assert (Path(tmp_path) / "study-fedse" / "study.json").is_file()
+
+
+def test_a_failed_seed_stops_the_study_and_names_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(
+        "evoflow.study.subprocess.run",
+        lambda command, check: subprocess.CompletedProcess(command, 1),
+    )
+    try:
+        run_study(STUDY, reports=tmp_path)
+    except RuntimeError as error:
+        assert "seed 100 failed" in str(error)
+    else:
+        raise AssertionError("a failed seed went unnoticed")
