@@ -100,7 +100,10 @@ def test_rounds_are_evaluated_from_the_start_agent(run):
     # every round of the by-round table: none of its 4 test episodes, with the
     # Wilson interval of 0 of 4 ([0.0, 49.0])
     cell = "0.0 (0/4) [0.0, 49.0]"
-    assert f"| FedRL (fedrl_gigpo) | {cell} | {cell} | {cell} |" in table.split("by round")[1]
+    assert (
+        f"| FedRL (fedrl_gigpo) | {cell} | {cell} | {cell} |"
+        in table.split("by round")[1]
+    )
     comm = json.loads(
         (run / f"{RESULTS}/fedrl_gigpo/round=2/global/comm.json").read_text()
     )
