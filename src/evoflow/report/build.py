@@ -151,10 +151,11 @@ def build_report(
     _success_figure(methods, rows, envs, metric_files, outputs["curves"], layout,
                     outcomes)  # fmt: skip
     if "ablations" in outputs:
-        bars = {r.title: _panel(r).get("avg", (0.0, 0.0, 0.0))
-                for r, m in zip(rows, methods.values(), strict=True)
-                if m.kind.name in ABLATION_KINDS}  # fmt: skip
-        figures.ablation_bars(bars, outputs["ablations"])
+        ablated = [(r, m) for r, m in zip(rows, methods.values(), strict=True)
+                   if m.kind.name in ABLATION_KINDS]  # fmt: skip
+        bars = {r.title: _panel(r).get("avg", (0.0, 0.0, 0.0)) for r, _ in ablated}
+        figures.ablation_bars(bars, outputs["ablations"],
+                              methods={r.title: r.method for r, _ in ablated})  # fmt: skip
     if "ranks" in outputs:
         points = []
         for name, method in rank_methods(methods).items():

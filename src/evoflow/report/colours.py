@@ -9,7 +9,7 @@ next free one where another method of the same figure holds it.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Mapping
+from collections.abc import Sequence
 
 # Related kinds share a hue, one dark and one light (matplotlib's tab20).
 KIND_COLOURS = {
@@ -45,13 +45,13 @@ SPARE = (
 OTHER = "#000000"  # a name that is no known kind and no spare is left
 
 
-def method_colours(kinds: Mapping[str, str]) -> dict[str, str]:
+def method_colours(names: Sequence[str]) -> dict[str, str]:
     """A colour per method of one figure.
 
     Parameters
     ----------
-    kinds
-        method name -> its kind's name, for the methods drawn together.
+    names
+        the names of the methods drawn together.
 
     Returns
     -------
@@ -59,12 +59,12 @@ def method_colours(kinds: Mapping[str, str]) -> dict[str, str]:
         method name -> colour (hex); no two methods share one while colours
         are left.
     """
-    colours = {name: KIND_COLOURS[name] for name in kinds if name in KIND_COLOURS}
+    colours = {name: KIND_COLOURS[name] for name in names if name in KIND_COLOURS}
     taken = set(colours.values())
-    for name in sorted(set(kinds) - set(colours)):
+    for name in sorted(set(names) - set(colours)):
         start = zlib.crc32(name.encode()) % len(SPARE)
         free = [SPARE[(start + i) % len(SPARE)] for i in range(len(SPARE))]
         colour = next((c for c in free if c not in taken), OTHER)
         colours[name] = colour
         taken.add(colour)
-    return {name: colours[name] for name in kinds}
+    return {name: colours[name] for name in names}

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evoflow.atomic import atomic_path
+from evoflow.report.colours import method_colours
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # A value is a success rate in %, or (rate, low, high) with its 95 % interval.
 Value = float | tuple[float, float, float]
@@ -22,10 +27,11 @@ def _split(value: Value | None) -> tuple[float, float, float]:
 
 
 def _figure(width: float, height: float):
+    """A figure whose constrained layout keeps an ``outside`` legend off the axes."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(width, height), dpi=120)
+    figure = Figure(figsize=(width, height), dpi=120, layout="constrained")
     FigureCanvasAgg(figure)
     return figure
 
@@ -43,31 +49,36 @@ def success_curves(
     path: str | Path,
     ylabel: str = "success rate (%)",
     xlabel: str = "round",
-) -> None:
+) -> Figure:
     """Success vs round, one panel per env plus the pooled average.
 
     ``curves`` are per-round series of federated (or iterative) methods, drawn
     with error bars where a value carries its interval; ``baselines`` are
     static methods (one value per panel), drawn as dashed horizontal lines in a
-    faint band of their interval.
+    faint band of their interval. Each method keeps its colour in every figure
+    (``evoflow.report.colours``; the keys are method names). The legend
+    sits above the panels, outside them, in as many rows as it needs. Returns
+    the figure (saved to ``path``).
     """
     from matplotlib.ticker import MaxNLocator
 
-    figure = _figure(3.2 * len(panels), 3.0)
+    names = [*curves, *baselines]
+    colours = method_colours(names)
+    figure = _figure(3.2 * len(panels), 3.0 + 0.25 * (len(names) // 6))
     axes = figure.subplots(1, len(panels), squeeze=False)[0]
     for ax, panel in zip(axes, panels, strict=True):
-        for i, (name, series) in enumerate(curves.items()):
+        for name, series in curves.items():
             rounds = sorted(series)
             rate, low, high = zip(
                 *(_split(series[r].get(panel)) for r in rounds), strict=True
             )
             errors = [[r - lo for r, lo in zip(rate, low, strict=True)],
                       [hi - r for r, hi in zip(rate, high, strict=True)]]  # fmt: skip
-            ax.errorbar(rounds, rate, yerr=errors, marker="o", capsize=2, color=f"C{i}",
-                        label=titles.get(name, name))  # fmt: skip
+            ax.errorbar(rounds, rate, yerr=errors, marker="o", capsize=2,
+                        color=colours[name], label=titles.get(name, name))  # fmt: skip
         for name, values in baselines.items():
             if panel in values:
-                color = f"C{len(curves) + list(baselines).index(name)}"
+                color = colours[name]
                 rate, low, high = _split(values[panel])
                 ax.axhline(rate, linestyle="--", linewidth=1, label=titles.get(name, name),
                            color=color)  # fmt: skip
@@ -80,22 +91,25 @@ def success_curves(
         ax.grid(alpha=0.3)
     axes[0].set_ylabel(ylabel)
     handles, labels = axes[0].get_legend_handles_labels()
-    figure.legend(
-        handles,
-        labels,
-        loc="upper center",
-        ncol=min(len(labels), 6),
-        bbox_to_anchor=(0.5, 1.12),
-    )
+    figure.legend(handles, labels, loc="outside upper center", ncol=min(len(labels), 6))
     _save(figure, path)
+    return figure
 
 
-def ablation_bars(values: Mapping[str, Value], path: str | Path) -> None:
+def ablation_bars(
+    values: Mapping[str, Value],
+    path: str | Path,
+    methods: Mapping[str, str] | None = None,
+) -> None:
     """Pooled final success of Fed-SE and its ablations, with 95 % error bars
-    where a value carries its interval."""
+    where a value carries its interval (``methods``: bar label -> its method's
+    name, whose colour the bar takes; default: the label)."""
     figure = _figure(1.4 * len(values) + 1.5, 3.2)
     ax = figure.subplots()
     names = list(values)
+    method = {name: (methods or {}).get(name, name) for name in names}
+    colour = method_colours(list(dict.fromkeys(method.values())))
+    colours = {name: colour[method[name]] for name in names}
     rate, low, high = zip(*(_split(values[n]) for n in names), strict=True)
     bars = ax.bar(
         range(len(names)),
@@ -103,7 +117,7 @@ def ablation_bars(values: Mapping[str, Value], path: str | Path) -> None:
         yerr=[[r - lo for r, lo in zip(rate, low, strict=True)],
               [hi - r for r, hi in zip(rate, high, strict=True)]],
         capsize=3,
-        color=[f"C{i}" for i in range(len(names))],
+        color=[colours[n] for n in names],
     )  # fmt: skip
     ax.bar_label(bars, fmt="%.1f", label_type="center")
     ax.set_xticks(range(len(names)), names, rotation=20, ha="right")
@@ -111,6 +125,7 @@ def ablation_bars(values: Mapping[str, Value], path: str | Path) -> None:
     ax.set_ylim(0, max([*high, 1.0]) * 1.15)
     ax.grid(axis="y", alpha=0.3)
     _save(figure, path)
+    return figure
 
 
 def rank_tradeoff(points: Sequence[tuple[int, float, float]], path: str | Path) -> None:
@@ -128,6 +143,7 @@ def rank_tradeoff(points: Sequence[tuple[int, float, float]], path: str | Path) 
     ax.set_ylabel("avg success rate (%)")
     ax.grid(alpha=0.3)
     _save(figure, path)
+    return figure
 
 
 def training_curves(
@@ -152,6 +168,7 @@ def training_curves(
         ax.grid(alpha=0.3)
     left.legend(fontsize="small")
     _save(figure, path)
+    return figure
 
 
 def sage_dynamics(series: Mapping[str, Mapping[str, Mapping[int, float]]],
@@ -168,3 +185,4 @@ def sage_dynamics(series: Mapping[str, Mapping[str, Mapping[int, float]]],
     acc_ax.set(xlabel="step", ylabel="Solver pass@1 (%)", title="held-out accuracy")
     acc_ax.legend(fontsize=7)
     _save(figure, path)
+    return figure
