@@ -16,10 +16,15 @@ def test_the_study_is_the_embedded_default_under_fresh_seeds():
     # Prepare
     default, study = load_config("config/config.yaml"), load_config(STUDY)
 
-    # Execute / Assert: everything but the name and the study section is the default's
-    assert {k: v for k, v in study.items() if k not in ("experiment", "study")} == {
-        k: v for k, v in default.items() if k not in ("experiment", "study")
+    # Execute / Assert: everything but the name, the study section and the
+    # methods is the default's; each method is one of the default's, unchanged
+    kept = ("experiment", "study", "methods")
+    assert {k: v for k, v in study.items() if k not in kept} == {
+        k: v for k, v in default.items() if k not in kept
     }
+    for name, entry in study["methods"].items():
+        assert entry == default["methods"][name], name
+    assert {"fedse", "fedit", "fedit_matched", "random"} <= set(study["methods"])
     seeds = study_of(study, STUDY).seeds
     assert len(seeds) >= 5
     for used in (0, 1, 1000, 1001, default["seed"]):  # seeds that chose settings
