@@ -43,10 +43,10 @@ def test_a_claim_is_pooled_over_the_seeds_that_finished(tmp_path):
     # Execute
     [found] = measure(study, tmp_path)
 
-    # Assert: mean of +0.5 and +0.25; 8 shared episodes; 19 minutes
+    # Assert: mean of +0.5 and +0.25; 8 shared tasks; 19 minutes
     assert found.estimate.per_run == pytest.approx((0.5, 0.25))
     assert found.estimate.mean == pytest.approx(0.375)
-    assert (found.seeds, found.missing, found.episodes) == (2, (102,), 8)
+    assert (found.seeds, found.missing, found.tasks) == (2, (102,), 8)
     text = markdown([found])
     assert "| st | A beats B (fedse − fedit) | +37.5 |" in text
     assert "| 2 (1 missing) | 8 | 19 min |" in text
@@ -75,3 +75,21 @@ def test_a_study_names_what_is_wrong_with_it():
         study_of(config(seeds=(0, 1)))
     with pytest.raises(ConfigError, match="no 'study' section"):
         study_of(validate_config({"experiment": "x", "envs": {"maze": {}}}))
+
+
+def test_a_claim_whose_method_a_seed_lacks_is_named_not_fatal(tmp_path):
+    # Prepare: the second claim names a method no seed's report holds
+    claims = [{"claim": "A beats B", "a": "fedse", "b": "fedit"},
+              {"claim": "A beats C", "a": "fedse", "b": "local"}]  # fmt: skip
+    cfg = validate_config({"experiment": "st", "envs": {"maze": {}},
+                           "methods": {"fedse": {}, "fedit": {}, "local": {}},
+                           "study": {"seeds": [100], "claims": claims}})  # fmt: skip
+    seed_report(tmp_path, 100, [1, 1, 1, 0], [1, 0, 0, 0])
+
+    # Execute
+    first, second = measure(study_of(cfg), tmp_path)
+
+    # Assert: the first claim is measured, the second says why it is not
+    assert first.estimate is not None and first.problem == ""
+    assert second.estimate is None and "'local' is not in" in second.problem
+    assert "'local' is not in" in markdown([first, second])

@@ -1,9 +1,9 @@
-"""Pooling runs: the two-stage bootstrap and the t-test, against enumerations."""
+"""Pooling runs: the crossed bootstrap and the sign-flip test over tasks,
+against enumerations."""
 
 from __future__ import annotations
 
 import itertools
-import math
 import warnings
 
 import pytest
@@ -108,26 +108,46 @@ def test_identical_constant_runs_give_zero_width_without_warning():
     # Assert
     assert pooled.low == pooled.high == pooled.mean == pytest.approx(0.3)
     assert paired.low == paired.high == paired.mean == 0.0
-    assert (paired.p_value, paired.test) == (None, None)
+    assert paired.p_value == 1.0  # no task differs: nothing to flip
 
 
-def test_paired_t_test_of_per_run_differences_matches_the_t2_distribution():
-    # Prepare: per-run differences 0.1, 0.2, 0.3 (A wins 1, 2, 3 of 10 tasks
-    # more than B). t = 0.2 / (0.1 / sqrt 3) = 2 sqrt 3 on 2 degrees of
-    # freedom, whose two-sided p is 1 - t / sqrt(2 + t^2).
-    runs_b = [run({"maze": [0] * 10}) for _ in range(3)]
-    runs_a = [run({"maze": [1] * (i + 1) + [0] * (9 - i)}) for i in range(3)]
-    t = 2 * math.sqrt(3)
+def test_the_p_value_flips_the_signs_of_per_task_differences_averaged_over_runs():
+    # Prepare: two runs on maze tasks 0..3; A - B is (1, 0, 1, -1) in run 0 and
+    # (0, 1, 0, 0) in run 1, so the per-task means are (.5, .5, .5, -.5). Of the
+    # 16 equally likely sign flips, those whose mean is at least 0.25 in size:
+    # all four same sign gives 0.5 (2 flips), three of one sign 0.25 (8 flips),
+    # so p = 10/16.
+    a = [run({"maze": [1, 0, 1, 0]}), run({"maze": [0, 1, 0, 0]})]
+    b = [run({"maze": [0, 0, 0, 1]}), run({"maze": [0, 0, 0, 0]})]
 
     # Execute
-    result = paired_over_runs(runs_a, runs_b, draws=2000)
+    result = paired_over_runs(a, b, draws=2000)
 
     # Assert
-    assert result.per_run == pytest.approx((0.1, 0.2, 0.3))
-    assert result.mean == pytest.approx(0.2)
-    assert result.test == "one-sample t-test"
-    assert result.p_value == pytest.approx(1 - t / math.sqrt(2 + t**2))
-    assert result.low < result.mean < result.high
+    assert result.per_run == pytest.approx((0.25, 0.25))
+    assert result.test == "sign-flip permutation over tasks (mean over runs)"
+    assert result.p_value == pytest.approx(10 / 16)
+
+
+def test_runs_sharing_their_tasks_share_the_tasks_luck():
+    # Prepare: five seeds that all came out alike on the same 13 tasks. Seeds
+    # add no information on which tasks the test set holds, so the interval
+    # must be as wide as one run's task resampling, not narrower by about
+    # sqrt(5) as if each seed had met 13 fresh tasks.
+    one = run({"maze": [1, 1, 1] + [0] * 10})
+    zero = run({"maze": [0] * 13})
+
+    # Execute
+    single = paired_over_runs([one], [zero], draws=10_000, seed=1)
+    five = paired_over_runs(
+        [one] * 5, [zero] * 5, draws=10_000, seed=1
+    )  # 2**13 flips: all
+
+    # Assert: the same width, within bootstrap noise, and not "holds"
+    assert five.mean == pytest.approx(3 / 13)
+    assert five.high - five.low == pytest.approx(single.high - single.low, abs=0.04)
+    assert five.low <= 1 / 13 + 1e-9
+    assert five.p_value == pytest.approx(2 / 8)  # 3 tasks differ: 2 of 8 flips
 
 
 def test_paired_over_runs_pairs_run_i_with_run_i_over_shared_tasks():
@@ -157,9 +177,9 @@ def test_one_paired_run_has_no_p_value():
     assert (result.low, result.high) == pytest.approx((4 / 6, 1.0))
 
 
-def test_two_stage_bootstrap_is_reproducible_by_seed():
+def test_crossed_bootstrap_is_reproducible_by_seed():
     # Prepare
-    runs = [run({"maze": [(i * k) % 3 / 2 for i in range(12)]}) for k in (1, 2, 5)]
+    runs = [run({"maze": [(i * k) % 7 / 6 for i in range(30)]}) for k in (1, 2, 5)]
 
     # Execute
     first = pooled_over_runs(runs, draws=2000, seed=9)

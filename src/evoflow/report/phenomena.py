@@ -2,8 +2,8 @@
 
 For each claim of each study config (``evoflow.study``) the seeds' reports are
 pooled (``evoflow.report.seeds.difference``: each seed's paired difference of
-A over B on its shared test tasks, a two-stage bootstrap over seeds then tasks,
-a t-test over the per-seed differences). The verdict follows the project's
+A over B on its shared test tasks, a crossed bootstrap over seeds and tasks
+within envs, a sign-flip test of the per-task differences averaged over seeds). The verdict follows the project's
 rule: a claim **holds** when the 95 % interval excludes zero in the paper's
 direction and p < 0.05, is **reversed** when it excludes zero the other way
 with p < 0.05, and is otherwise **not resolved at this scale** — the interval
@@ -34,9 +34,10 @@ class Phenomenon:
     claim: Claim
     estimate: RunEstimate | None  # None: no seed has finished
     seeds: int
-    episodes: int  # shared test episodes behind the difference, all seeds
+    tasks: int  # shared test tasks behind the difference, summed over seeds
     wall_seconds: float
     missing: tuple[int, ...]  # seeds whose report is not there yet
+    problem: str = ""  # why no estimate could be made from the finished seeds
 
 
 def verdict(claim: Claim, estimate: RunEstimate | None) -> str:
@@ -64,17 +65,22 @@ def measure(study: Study, reports: str | Path = "reports") -> list[Phenomenon]:
     walls = wall_seconds(study, reports)
     out = []
     for claim in study.claims:
-        estimate = difference(found, claim.a, claim.b) if found else None
-        shared = sum(len(set(r.finals[claim.a].tasks) & set(r.finals[claim.b].tasks))
-                     for r in found)  # fmt: skip
+        estimate, shared, problem = None, 0, ""
+        try:
+            if found:
+                estimate = difference(found, claim.a, claim.b)
+                shared = sum(len(set(r.finals[claim.a].tasks)
+                                 & set(r.finals[claim.b].tasks)) for r in found)  # fmt: skip
+        except (SeedsError, ValueError) as error:  # a method absent, no shared task
+            problem = str(error)
         out.append(Phenomenon(study.experiment, claim, estimate, len(found), shared,
-                              sum(walls.values()), tuple(missing)))  # fmt: skip
+                              sum(walls.values()), tuple(missing), problem))  # fmt: skip
     return out
 
 
 def markdown(phenomena: Sequence[Phenomenon]) -> str:
     header = ["Study", "Paper's claim", "A − B (points)", "95 % interval", "p",
-              "Seeds", "Episodes", "Wall time", "Verdict"]  # fmt: skip
+              "Seeds", "Tasks", "Wall time", "Verdict"]  # fmt: skip
     lines = [md_row(header), md_row(["---"] * len(header))]
     for p in phenomena:
         e = p.estimate
@@ -84,11 +90,12 @@ def markdown(phenomena: Sequence[Phenomenon]) -> str:
         seeds = f"{p.seeds}" + (f" ({len(p.missing)} missing)" if p.missing else "")
         wall = f"{p.wall_seconds / 60:.0f} min" if p.wall_seconds else "–"
         lines.append(md_row([p.study, f"{p.claim.claim} ({p.claim.a} − {p.claim.b})",
-                             *cells, seeds, str(p.episodes), wall,
-                             verdict(p.claim, e)]))  # fmt: skip
+                             *cells, seeds, str(p.tasks), wall,
+                             p.problem or verdict(p.claim, e)]))  # fmt: skip
     note = ("\nEach seed's difference is paired over its shared test tasks; the "
-            "interval is a two-stage bootstrap (seeds, then tasks within envs), p a "
-            "t-test of the per-seed differences. A claim holds only when the interval "
+            "interval is a crossed bootstrap (seeds, and tasks within envs shared by "
+            "every drawn seed), p a sign-flip test of the per-task differences "
+            "averaged over seeds. A claim holds only when the interval "
             "excludes zero in the paper's direction and p < 0.05.\n")  # fmt: skip
     return "\n".join(lines) + "\n" + note
 

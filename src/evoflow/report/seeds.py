@@ -5,12 +5,13 @@ points and two methods can trade places from one seed to the next. ``evoflow
 seeds reports/<exp-a> reports/<exp-b> …`` reads each finished report's
 ``outcomes.csv`` (per task: successes and episodes of every evaluated method and
 round) and gives, for each method's final round and each env and the pooled
-average, the mean over runs with an interval from a two-stage bootstrap
-(resampling runs, then tasks within envs: ``evoflow.stats.pooled_over_runs``).
+average, the mean over runs with an interval from a crossed bootstrap
+(resampling runs, and the tasks within envs once for every drawn run, as runs
+share their test tasks: ``evoflow.stats.pooled_over_runs``).
 Then, for every pair the first report compared (its ``comparisons.csv``) and any
 asked for with ``--diff A B``, the mean paired difference over runs (each run's
-A and B over their shared tasks) with its two-stage interval, a one-sample
-t-test of the per-run differences, and the per-run values. It says how many
+A and B over their shared tasks) with its crossed interval, a sign-flip test
+of the per-task differences averaged over runs, and the per-run values. It says how many
 runs stand behind each number. Methods missing from some reports are named and
 left out.
 """
@@ -111,8 +112,8 @@ def markdown(reports: Sequence[Report], diff: tuple[str, str] | None = None) -> 
     for method in methods:
         cells = [_cell_text(cell(reports, method, env)) for env in [*envs, None]]
         lines.append(md_row([method, *cells]))
-    lines += ["", f"Success (%): mean over {len(reports)} runs [95 % interval, two-stage "
-              "bootstrap over runs, then tasks within envs]; "
+    lines += ["", f"Success (%): mean over {len(reports)} runs [95 % interval, "
+              "crossed bootstrap over runs and tasks within envs]; "
               + ", ".join(str(r.source) for r in reports) + "."]  # fmt: skip
     if missing:
         lines.append(f"Not in every run, left out: {', '.join(missing)}.")
@@ -124,7 +125,7 @@ def markdown(reports: Sequence[Report], diff: tuple[str, str] | None = None) -> 
 
 
 def _differences(reports: Sequence[Report], pairs) -> list[str]:
-    header = ["A − B", "Mean (points)", "95 % interval", "p (t-test over runs)",
+    header = ["A − B", "Mean (points)", "95 % interval", "p (sign flips over tasks)",
               "Per run", "A ahead in"]  # fmt: skip
     lines = [md_row(header), md_row(["---"] * len(header))]
     for a, b in pairs:

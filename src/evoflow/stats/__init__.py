@@ -16,8 +16,10 @@ tasks within their env, so each env keeps its share of the pool.
 - ``paired_difference``: A minus B over shared tasks; stratified bootstrap
   interval, exact McNemar or sign-flip permutation p-value.
 - ``pooled_over_runs`` / ``paired_over_runs``: the same over several runs
-  (seeds), with a two-stage bootstrap (runs, then tasks within env) and, for
-  the paired case, a one-sample t-test of the per-run differences.
+  (seeds), with a crossed bootstrap (runs, and one resample of the tasks
+  within env shared by every drawn run, since seeds share their test tasks)
+  and, for the paired case, a sign-flip test of the per-task differences
+  averaged over runs.
 """
 
 from __future__ import annotations

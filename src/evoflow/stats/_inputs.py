@@ -51,7 +51,7 @@ def check_unit_values(values: Iterable[float], what: str) -> np.ndarray:
     return array
 
 
-def _order(key: TaskKey) -> tuple[str, str, str]:
+def order_key(key: TaskKey) -> tuple[str, str, str]:
     """A total order over task keys whose task ids may mix types."""
     return (str(key[0]), type(key[1]).__name__, repr(key[1]))
 
@@ -63,7 +63,7 @@ def check_keys(scores: Scores, what: str) -> list[TaskKey]:
     for key in scores:
         if not (isinstance(key, tuple) and len(key) == 2):
             raise ValueError(f"{what}: task key must be (env, task_id), got {key!r}")
-    return sorted(scores, key=_order)
+    return sorted(scores, key=order_key)
 
 
 def group_scores(scores: Scores, what: str) -> Groups:

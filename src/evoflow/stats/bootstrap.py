@@ -8,8 +8,8 @@ env widens the interval. Intervals are percentile intervals (linear
 interpolation between order statistics, as ``scipy.stats.quantile``).
 
 ``stratified_interval`` runs ``scipy.stats.bootstrap``; ``resampled_means``
-draws the same resamples with numpy, for the two-stage bootstrap over runs
-(``evoflow.stats.runs``) that scipy cannot express.
+draws the same resamples with numpy for callers that need them batched
+(``evoflow.stats.runs`` draws its crossed resamples itself).
 """
 
 from __future__ import annotations

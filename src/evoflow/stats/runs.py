@@ -1,48 +1,57 @@
-"""Pooling several runs (seeds) of one evaluation: a two-stage bootstrap.
+"""Pooling several runs (seeds) of one evaluation: a crossed bootstrap.
 
 Two sources of chance stack up: which run (seed) came out, and which tasks the
-test set holds. The two-stage (hierarchical) bootstrap draws both: it resamples
-runs with replacement, then, within each drawn run, that run's tasks within
-their env. The statistic is the mean over the drawn runs of each run's pooled
-success (or paired difference). The resamples are drawn with numpy
-(``evoflow.stats.bootstrap.resampled_means``): ``scipy.stats.bootstrap`` has
-no two-stage scheme.
+test set holds. Runs of one config draw their test tasks from the same small
+pools, so they share most tasks; resampling each run's tasks on its own would
+count a shared task's luck as if each seed had met it afresh and make the
+interval too narrow. The crossed bootstrap draws both factors once per
+resample: the runs with replacement, and one resample of the union of task
+keys within each env, applied to every drawn run (each over the tasks it
+played). The statistic is the mean over the drawn runs of each run's pooled
+success (or paired difference). The resamples are drawn with numpy:
+``scipy.stats.bootstrap`` has no crossed scheme.
+
+The p-value of a paired comparison is the sign-flip permutation test of the
+per-task differences, each averaged over the runs that played the task
+(under "A and B are exchangeable" each task's sign is a fair coin); with one
+run there is none.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from evoflow.stats._inputs import (
-    Groups,
     Scores,
+    TaskKey,
     all_equal,
     check_draws,
+    check_keys,
     check_level,
-    group_scores,
-    is_constant,
-    pooled_mean,
+    check_unit_values,
+    order_key,
     shared_pairs,
 )
-from evoflow.stats.bootstrap import percentile_interval, resampled_means
+from evoflow.stats.bootstrap import percentile_interval
+from evoflow.stats.paired import sign_flip_p
 
-T_TEST = "one-sample t-test"
+SIGN_FLIP_TASKS = "sign-flip permutation over tasks (mean over runs)"
 
 
 @dataclass(frozen=True)
 class RunEstimate:
-    """A mean over runs with its two-stage bootstrap interval.
+    """A mean over runs with its crossed bootstrap interval.
 
     Attributes
     ----------
     mean
         Mean over runs of each run's pooled success (or paired difference).
     low, high
-        Percentile interval of the two-stage bootstrap.
+        Percentile interval of the crossed bootstrap (runs, and tasks within
+        env shared by every drawn run).
     runs
         Number of runs. With one, the interval reflects task resampling only.
     per_run
@@ -50,8 +59,8 @@ class RunEstimate:
     p_value
         Two-sided p-value of ``test``; None where no test applies.
     test
-        ``"one-sample t-test"`` (of the per-run differences against 0), or
-        None with ``p_value``.
+        ``SIGN_FLIP_TASKS`` (of the per-task differences averaged over runs),
+        or None with ``p_value``.
     level, draws
         The interval's confidence level and number of bootstrap resamples.
     """
@@ -67,28 +76,64 @@ class RunEstimate:
     draws: int
 
 
-def two_stage_interval(
-    runs: Sequence[Groups], level: float, draws: int, seed: int
-) -> tuple[float, float]:
-    """Percentile interval of the mean over runs under the two-stage bootstrap.
+def _table(
+    runs: Sequence[Mapping[TaskKey, float]],
+) -> tuple[list, np.ndarray, np.ndarray]:
+    """(task keys in a fixed order, values, played): rows are runs, columns
+    the union of their task keys; a task a run did not play is 0 in both."""
+    keys = sorted(set().union(*runs), key=order_key)
+    column = {key: j for j, key in enumerate(keys)}
+    values = np.zeros((len(runs), len(keys)))
+    played = np.zeros((len(runs), len(keys)))
+    for r, scores in enumerate(runs):
+        for key, value in scores.items():
+            values[r, column[key]], played[r, column[key]] = value, 1.0
+    return keys, values, played
 
-    Each resample draws ``len(runs)`` runs with replacement and, for each drawn
-    run (each copy on its own), a resample of its tasks within env; its value
-    is the mean over the drawn runs of their pooled means. Zero width where
-    every run is constant within each env and all runs agree.
+
+def _task_weights(keys: list, draws: int, rng: np.random.Generator) -> np.ndarray:
+    """Per resample, how often each task was drawn: within each env, as many
+    draws with replacement as the env has tasks (shape ``(draws, tasks)``)."""
+    weights = np.zeros((draws, len(keys)))
+    envs = np.array([str(key[0]) for key in keys])
+    for env in dict.fromkeys(envs):
+        columns = np.flatnonzero(envs == env)
+        share = np.full(columns.size, 1.0 / columns.size)
+        weights[:, columns] = rng.multinomial(columns.size, share, size=draws)
+    return weights
+
+
+def crossed_interval(
+    runs: Sequence[Mapping[TaskKey, float]], level: float, draws: int, seed: int
+) -> tuple[float, float]:
+    """Percentile interval of the mean over runs under the crossed bootstrap.
+
+    Each resample draws ``len(runs)`` runs with replacement and one resample
+    of the tasks within env; every drawn run's pooled mean is taken over the
+    drawn tasks it played (a run none of whose tasks were drawn sits that
+    resample out). Zero width where nothing a resample can move varies.
     """
-    per_run = [pooled_mean(groups) for groups in runs]
-    if all_equal(per_run) and all(is_constant(groups) for groups in runs):
-        mean = float(np.mean(per_run))
-        return mean, mean
+    keys, values, played = _table(runs)
+    per_run = (values * played).sum(axis=1) / played.sum(axis=1)
+    envs = np.array([str(key[0]) for key in keys])
+    if all_equal(per_run) and all(
+        all_equal(values[:, envs == env][played[:, envs == env] > 0])
+        for env in set(envs)
+    ):  # every env one value throughout: no resample moves anything
+        return float(per_run.mean()), float(per_run.mean())
     rng = np.random.default_rng(seed)
+    weights = _task_weights(keys, draws, rng)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = (weights @ (values * played).T) / (weights @ played.T)
     picks = rng.integers(0, len(runs), size=(draws, len(runs)))
-    totals = np.zeros(draws)
-    for slot in range(len(runs)):
-        for index, groups in enumerate(runs):
-            rows = np.flatnonzero(picks[:, slot] == index)
-            totals[rows] += resampled_means(groups, rows.size, rng)
-    return percentile_interval(totals / len(runs), level)
+    drawn = np.take_along_axis(means, picks, axis=1)
+    kept = ~np.all(np.isnan(drawn), axis=1)
+    return percentile_interval(np.nanmean(drawn[kept], axis=1), level)
+
+
+def _pooled(scores: Mapping[TaskKey, float]) -> float:
+    """The mean over all tasks of one run, each task weighted equally."""
+    return float(np.mean(list(scores.values())))
 
 
 def _check_runs(runs: Sequence[Scores], what: str) -> None:
@@ -100,13 +145,22 @@ def _check_runs(runs: Sequence[Scores], what: str) -> None:
 
 def _run_differences(
     runs_a: Sequence[Scores], runs_b: Sequence[Scores]
-) -> list[Groups]:
-    """Per run, env -> A's value minus B's on each task both played."""
-    groups = []
+) -> list[dict[TaskKey, float]]:
+    """Per run, task key -> A's value minus B's, on the tasks both played."""
+    differences = []
     for i, (a, b) in enumerate(zip(runs_a, runs_b, strict=True)):
-        groups_a, groups_b = shared_pairs(a, b, f"paired_over_runs (run {i})")
-        groups.append({env: groups_a[env] - groups_b[env] for env in groups_a})
-    return groups
+        shared_pairs(a, b, f"paired_over_runs (run {i})")  # checks both
+        differences.append({k: float(a[k]) - float(b[k]) for k in a if k in b})
+    return differences
+
+
+def _checked(scores: Scores, what: str) -> dict[TaskKey, float]:
+    """``scores`` with its keys and values checked (values in [0, 1])."""
+    keys = check_keys(scores, what)
+    if not keys:
+        raise ValueError(f"{what}: no tasks")
+    values = check_unit_values((scores[k] for k in keys), what)
+    return dict(zip(keys, values.tolist(), strict=True))
 
 
 def pooled_over_runs(
@@ -125,14 +179,14 @@ def pooled_over_runs(
     level
         Confidence level in (0, 1).
     draws
-        Number of two-stage bootstrap resamples.
+        Number of crossed bootstrap resamples.
     seed
         Seed of the ``numpy.random.Generator`` behind them.
 
     Returns
     -------
     RunEstimate
-        Mean over runs of each run's pooled success, with the two-stage
+        Mean over runs of each run's pooled success, with the crossed
         bootstrap interval; no p-value.
 
     Raises
@@ -143,11 +197,11 @@ def pooled_over_runs(
     """
     level, draws = check_level(level), check_draws(draws)
     _check_runs(runs, "pooled_over_runs")
-    groups = [
-        group_scores(run, f"pooled_over_runs (run {i})") for i, run in enumerate(runs)
+    checked = [
+        _checked(run, f"pooled_over_runs (run {i})") for i, run in enumerate(runs)
     ]
-    per_run = tuple(pooled_mean(g) for g in groups)
-    low, high = two_stage_interval(groups, level, draws, seed)
+    per_run = tuple(_pooled(scores) for scores in checked)
+    low, high = crossed_interval(checked, level, draws, seed)
     return RunEstimate(
         mean=float(np.mean(per_run)),
         low=low,
@@ -178,7 +232,8 @@ def paired_over_runs(
     level
         Confidence level in (0, 1).
     draws
-        Number of two-stage bootstrap resamples.
+        Number of crossed bootstrap resamples (and of sign flips drawn where
+        they are not enumerated).
     seed
         Seed of the ``numpy.random.Generator`` behind them.
 
@@ -186,10 +241,9 @@ def paired_over_runs(
     -------
     RunEstimate
         Mean over runs of each run's paired difference (mean of ``a - b`` over
-        its shared tasks), the two-stage bootstrap interval of the per-task
-        differences, and the p-value of ``scipy.stats.ttest_1samp`` of the
-        per-run differences against 0: None with fewer than 2 runs or when all
-        per-run differences are equal.
+        its shared tasks), the crossed bootstrap interval, and the p-value of
+        the sign-flip permutation test of the per-task differences averaged
+        over the runs that played each task: None with fewer than 2 runs.
 
     Raises
     ------
@@ -206,12 +260,14 @@ def paired_over_runs(
             f"paired_over_runs: A has {len(runs_a)} runs and B {len(runs_b)}; "
             "run i of A pairs with run i of B"
         )
-    groups = _run_differences(runs_a, runs_b)
-    per_run = tuple(pooled_mean(g) for g in groups)
-    low, high = two_stage_interval(groups, level, draws, seed)
+    differences = _run_differences(runs_a, runs_b)
+    per_run = tuple(_pooled(d) for d in differences)
+    low, high = crossed_interval(differences, level, draws, seed)
     p_value = None
-    if len(per_run) >= 2 and not all_equal(per_run):
-        p_value = float(stats.ttest_1samp(per_run, 0.0).pvalue)
+    if len(per_run) >= 2:
+        _, values, played = _table(differences)
+        per_task = (values * played).sum(axis=0) / played.sum(axis=0)
+        p_value = sign_flip_p(per_task, draws, seed)
     return RunEstimate(
         mean=float(np.mean(per_run)),
         low=low,
@@ -219,7 +275,7 @@ def paired_over_runs(
         runs=len(per_run),
         per_run=per_run,
         p_value=p_value,
-        test=None if p_value is None else T_TEST,
+        test=None if p_value is None else SIGN_FLIP_TASKS,
         level=level,
         draws=draws,
     )
