@@ -40,8 +40,8 @@ def test_strata_select_tasks_and_unknown_names_are_refused_by_name():
     assert all(len(play_expert(make_env("maze"), t).turns) <= 4 for t in near)
     levels = split_ids("babyai", "train", strata=["GoToRedBall", "open"])
     assert {env_class("babyai").subset(t) for t in levels} >= {"GoToRedBall"}
-    with pytest.raises(ValueError, match=r"envs.maze.strata: no task of maze in "
-                       r"\['close'\]; its strata are \['distance 1-4'"):  # fmt: skip
+    with pytest.raises(ValueError, match=r"envs.maze.strata: maze has no stratum "
+                       r"'close'; its strata are \['distance 1-4'"):  # fmt: skip
         split_ids("maze", "test", strata=["close"])
     with pytest.raises(ValueError, match="served remotely"):
         split_ids("maze", "test", remote={"url": "http://x"}, strata=["distance 1-4"])
