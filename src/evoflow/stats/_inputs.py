@@ -66,12 +66,14 @@ def check_keys(scores: Scores, what: str) -> list[TaskKey]:
     return sorted(scores, key=order_key)
 
 
-def group_scores(scores: Scores, what: str) -> Groups:
-    """Env -> array of the task values of ``scores``; ValueError if empty."""
+def checked_scores(scores: Scores, what: str) -> dict[TaskKey, float]:
+    """``scores`` in a fixed key order, keys and values checked (values in
+    [0, 1]); ValueError if malformed or empty."""
     keys = check_keys(scores, what)
     if not keys:
         raise ValueError(f"{what}: no tasks")
-    return group_by_env(keys, [scores[k] for k in keys], what)
+    values = check_unit_values((scores[k] for k in keys), what)
+    return dict(zip(keys, values.tolist(), strict=True))
 
 
 def group_by_env(keys: list[TaskKey], values: list[float], what: str) -> Groups:

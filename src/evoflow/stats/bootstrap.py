@@ -7,9 +7,8 @@ pool fixed, as in the evaluation itself, so only the spread of tasks inside an
 env widens the interval. Intervals are percentile intervals (linear
 interpolation between order statistics, as ``scipy.stats.quantile``).
 
-``stratified_interval`` runs ``scipy.stats.bootstrap``; ``resampled_means``
-draws the same resamples with numpy for callers that need them batched
-(``evoflow.stats.runs`` draws its crossed resamples itself).
+``stratified_interval`` runs ``scipy.stats.bootstrap``; the crossed bootstrap
+over runs (``evoflow.stats.runs``) draws its resamples with numpy itself.
 """
 
 from __future__ import annotations
@@ -88,34 +87,6 @@ def stratified_interval(
     )
     interval = result.confidence_interval
     return float(interval.low), float(interval.high)
-
-
-def resampled_means(groups: Groups, size: int, rng: np.random.Generator) -> np.ndarray:
-    """``size`` pooled means of stratified resamples of ``groups``, with numpy.
-
-    Parameters
-    ----------
-    groups
-        Env -> array of task values.
-    size
-        Number of resamples.
-    rng
-        The generator to draw from (advanced in place).
-
-    Returns
-    -------
-    numpy.ndarray
-        Shape ``(size,)``: per resample, the mean over all resampled tasks.
-    """
-    varying, fixed, total = _split(groups)
-    sums = np.full(size, fixed, dtype=float)
-    for values in varying:
-        step = max(1, _BATCH_ELEMENTS // values.size)
-        for start in range(0, size, step):
-            stop = min(size, start + step)
-            picks = rng.integers(0, values.size, size=(stop - start, values.size))
-            sums[start:stop] += values[picks].sum(axis=1)
-    return sums / total
 
 
 def percentile_interval(distribution: np.ndarray, level: float) -> tuple[float, float]:

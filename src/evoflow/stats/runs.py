@@ -29,9 +29,8 @@ from evoflow.stats._inputs import (
     TaskKey,
     all_equal,
     check_draws,
-    check_keys,
     check_level,
-    check_unit_values,
+    checked_scores,
     order_key,
     shared_pairs,
 )
@@ -154,15 +153,6 @@ def _run_differences(
     return differences
 
 
-def _checked(scores: Scores, what: str) -> dict[TaskKey, float]:
-    """``scores`` with its keys and values checked (values in [0, 1])."""
-    keys = check_keys(scores, what)
-    if not keys:
-        raise ValueError(f"{what}: no tasks")
-    values = check_unit_values((scores[k] for k in keys), what)
-    return dict(zip(keys, values.tolist(), strict=True))
-
-
 def pooled_over_runs(
     runs: Sequence[Scores],
     level: float = 0.95,
@@ -198,7 +188,7 @@ def pooled_over_runs(
     level, draws = check_level(level), check_draws(draws)
     _check_runs(runs, "pooled_over_runs")
     checked = [
-        _checked(run, f"pooled_over_runs (run {i})") for i, run in enumerate(runs)
+        checked_scores(run, f"pooled_over_runs (run {i})") for i, run in enumerate(runs)
     ]
     per_run = tuple(_pooled(scores) for scores in checked)
     low, high = crossed_interval(checked, level, draws, seed)
