@@ -94,7 +94,24 @@ def test_a_rule_never_timed_is_counted_apart():
     progress.apply(Event("plan", counts=(("train_client", 1), ("report", 2))), 0.0)
     left, untimed = progress.left(0.0)
     assert left == 10.0 and untimed == Counter({"report": 2})
-    assert "+ 2 jobs not yet timed" in progress.line(now=0.0)
+    # 10 s timed is under a minute: too little to call a floor
+    assert "time left unknown (2 jobs not yet timed: 2 report)" in progress.line(
+        now=0.0
+    )
+
+
+def test_a_timed_floor_names_the_rules_still_untimed():
+    progress = Progress(cores=2, prior={"explore": 300.0}, started=0.0)
+    counts = (("explore", 2), ("train_client", 10), ("evaluate", 3), ("report", 1),
+              ("table", 1))  # fmt: skip
+    progress.apply(Event("plan", counts=counts), 0.0)
+    # by hand: 2 explorations x 300 s over 2 cores = 5 min, the rest untimed,
+    # the three rules with most jobs left named first
+    line = progress.line(now=0.0)
+    assert (
+        "at least 5m00s left (15 jobs not yet timed: 10 train_client, 3 evaluate, "
+        "1 report, ...)"
+    ) in line
 
 
 def test_a_real_dry_run_plans_as_many_jobs_as_its_blocks_show(monkeypatch):

@@ -148,11 +148,10 @@ class Progress:
             pass
         elif left is None:
             parts[-1] += ", time left unknown until a job of each rule has ended"
-        else:
+        elif not untimed:
             parts[-1] += f", about {duration(left)} left"
-            if untimed:
-                jobs = sum(untimed.values())
-                parts[-1] += f" + {jobs} job{'s' * (jobs > 1)} not yet timed"
+        else:
+            parts[-1] += untimed_text(left, untimed)
         if self.running:
             jobs = sorted(self.running.values(), key=lambda job: job.started)
             parts.append("running: " + ", ".join(
@@ -167,3 +166,20 @@ class Progress:
                 "running": [{"text": job.text, "started": job.started}
                             for job in self.running.values()],
                 "finished": finished, "line": self.line(now)}  # fmt: skip
+
+
+# Rules an untimed estimate names (the ones with most jobs left), at most.
+NAMED_RULES = 3
+
+
+def untimed_text(left: float, untimed: Counter) -> str:
+    """What the line says while some rules have no timing yet: the timed part
+    is only a floor, and the untimed jobs are named by rule (most first)."""
+    jobs = sum(untimed.values())
+    named = [f"{n} {rule}" for rule, n in untimed.most_common(NAMED_RULES)]
+    if len(untimed) > NAMED_RULES:
+        named.append("...")
+    waiting = f"{jobs} job{'s' * (jobs > 1)} not yet timed: {', '.join(named)}"
+    if left < 60:
+        return f", time left unknown ({waiting})"
+    return f", at least {duration(left)} left ({waiting})"
