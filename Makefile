@@ -86,4 +86,4 @@ test: lint
 	pytest -n $(CORES) --durations=30
 
 clean:
-	rm -rf $(VENV) .snakemake build/site
+	rm -rf $(VENV) .venv-vllm .snakemake build/site

@@ -27,6 +27,8 @@ UNITS = {
     "tests/workflow/test_helmsman_dag.py": "helmsman run",
     "tests/workflow/test_rl_dag.py": "rl run",
     "tests/workflow/test_sage_dag.py": "sage run",
+    # one vLLM engine (and its environment's set-up) for the whole file
+    "tests/policy/test_vllm_backend.py": "vllm engine",
 }
 
 

