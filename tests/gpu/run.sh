@@ -10,6 +10,8 @@
 #   mkdir -p .gpu-cache/models && cp -r ~/.cache/evoflow/models/tiny-random-llama-v2 \
 #     .gpu-cache/models/
 # then carry .whl and .gpu-cache to the GPU machine and run: bash tests/gpu/run.sh
+# The vLLM test runs where that python3 imports vllm (pip install -e '.[gpu]'),
+# and skips, saying so, where it does not.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 site=${TMPDIR:-/tmp}/evoflow-gpu-site

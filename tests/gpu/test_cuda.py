@@ -201,3 +201,41 @@ def test_constrained_replies_read_as_listed_actions_on_the_device(policy):
     out = policy.generate([chat] * 8, SamplingParams(1.0, max_new_tokens=24),
                           seeds=list(range(8)), choices=[ActionChoice(moves)] * 8)  # fmt: skip
     assert all(reply_format("react").parse(g.text).action in moves for g in out)
+
+
+def test_the_vllm_backend_serves_a_mixed_batch_and_seeds_on_the_device(tmp_path):
+    # Needs vLLM on the GPU machine (pip install -e '.[gpu]'); the CPU path is
+    # tests/policy/test_vllm_backend.py. The checks are that file's, on the tiny
+    # model: base rows of a mixed batch equal an unmixed batch's, an adapter row
+    # equals the adapter's own batch, and per-request seeds reproduce.
+    pytest.importorskip("vllm")
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from evoflow.policy.models import resolve_model
+    from evoflow.policy.vllm import VLLMPolicy
+
+    torch.manual_seed(0)
+    base = AutoModelForCausalLM.from_pretrained(resolve_model(TINY))
+    lora = get_peft_model(
+        base, LoraConfig(r=8, lora_alpha=16, target_modules="all-linear")
+    )
+    for name, weight in lora.named_parameters():
+        if "lora_B" in name:
+            torch.nn.init.normal_(weight, std=0.5)
+    lora.save_pretrained(tmp_path / "lora")
+    adapter = str(tmp_path / "lora")
+    policy = VLLMPolicy(TINY, max_context=1024, max_lora_rank=8,
+                        gpu_memory_utilization=0.3)  # fmt: skip
+    chats = [[{"role": "user", "content": f"Count to {n}."}] for n in range(8)]
+    greedy = SamplingParams(0.0, max_new_tokens=12)
+    plain = [g.token_ids for g in policy.generate(chats, greedy)]
+    tuned = [g.token_ids for g in policy.generate(chats, greedy, adapter)]
+    mixed = [g.token_ids for g in policy.generate(
+        chats, greedy, [adapter if i % 2 else None for i in range(8)])]  # fmt: skip
+    assert tuned != plain
+    assert mixed == [tuned[i] if i % 2 else plain[i] for i in range(8)]
+    hot = SamplingParams(1.0, max_new_tokens=12)
+    first = [g.token_ids for g in policy.generate(chats, hot, seeds=list(range(8)))]
+    again = [g.token_ids for g in policy.generate(chats, hot, seeds=list(range(8)))]
+    assert first == again
