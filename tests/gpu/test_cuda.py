@@ -209,22 +209,10 @@ def test_the_vllm_backend_serves_a_mixed_batch_and_seeds_on_the_device(tmp_path)
     # model: base rows of a mixed batch equal an unmixed batch's, an adapter row
     # equals the adapter's own batch, and per-request seeds reproduce.
     pytest.importorskip("vllm")
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
-
-    from evoflow.policy.models import resolve_model
     from evoflow.policy.vllm import VLLMPolicy
+    from tests.adapters import random_lora
 
-    torch.manual_seed(0)
-    base = AutoModelForCausalLM.from_pretrained(resolve_model(TINY))
-    lora = get_peft_model(
-        base, LoraConfig(r=8, lora_alpha=16, target_modules="all-linear")
-    )
-    for name, weight in lora.named_parameters():
-        if "lora_B" in name:
-            torch.nn.init.normal_(weight, std=0.5)
-    lora.save_pretrained(tmp_path / "lora")
-    adapter = str(tmp_path / "lora")
+    adapter = random_lora(TINY, tmp_path / "lora", 0.5)
     policy = VLLMPolicy(TINY, max_context=1024, max_lora_rank=8,
                         gpu_memory_utilization=0.3)  # fmt: skip
     chats = [[{"role": "user", "content": f"Count to {n}."}] for n in range(8)]

