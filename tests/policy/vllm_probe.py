@@ -42,6 +42,7 @@ def main(request_path: str, out_path: str) -> None:
         generations = policy.generate(chats, params, adapters, seeds=seeds)
         out[name] = [g.token_ids for g in generations]
         out[f"{name}_seconds"] = time.perf_counter() - t
+    policy.close()
     with open(out_path, "w") as f:
         json.dump(out, f)
 

@@ -18,8 +18,8 @@ it); both are set here unless the caller set them.
 
 from __future__ import annotations
 
-import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -171,13 +171,19 @@ class VLLMPolicy(Policy):
             from safetensors.torch import load_file, save_file
 
             folder = Path(tempfile.mkdtemp(prefix="evoflow-zero-lora-"))
-            config = json.loads((Path(like) / "adapter_config.json").read_text())
-            (folder / "adapter_config.json").write_text(json.dumps(config))
+            shutil.copyfile(
+                Path(like) / "adapter_config.json", folder / "adapter_config.json"
+            )
             weights = load_file(str(Path(like) / "adapter_model.safetensors"))
             zeros = {name: torch.zeros_like(t) for name, t in weights.items()}
             save_file(zeros, str(folder / "adapter_model.safetensors"))
             self._zero = folder
         return self._zero
+
+    def close(self) -> None:
+        if self._zero is not None:
+            shutil.rmtree(self._zero, ignore_errors=True)
+            self._zero = None
 
     def _lora(self, adapter: str | None):
         if adapter is None:
