@@ -16,12 +16,19 @@ def test_the_study_is_the_embedded_default_under_fresh_seeds():
     # Prepare
     default, study = load_config("config/config.yaml"), load_config(STUDY)
 
-    # Execute / Assert: everything but the name, the study section and the
-    # methods is the default's; each method is one of the default's, unchanged
-    kept = ("experiment", "study", "methods")
+    # Execute / Assert: everything but the name, the study section, the
+    # methods and which rounds are evaluated is the default's; each method is
+    # one of the default's, unchanged; the claims' round is the default's last
+    kept = ("experiment", "study", "methods", "fed")
     assert {k: v for k, v in study.items() if k not in kept} == {
         k: v for k, v in default.items() if k not in kept
     }
+    evaluated = ("eval_stride", "eval_first")
+    assert {k: v for k, v in study["fed"].items() if k not in evaluated} == {
+        k: v for k, v in default["fed"].items() if k not in evaluated
+    }
+    assert study["fed"]["eval_first"] is False
+    assert study["fed"]["eval_stride"] == default["fed"]["rounds"]
     for name, entry in study["methods"].items():
         assert entry == default["methods"][name], name
     assert {"fedse", "fedit", "fedit_matched", "random"} <= set(study["methods"])

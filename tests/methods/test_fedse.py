@@ -92,6 +92,12 @@ def test_evaluation_adapters_and_rounds():
     assert m["fedse"].eval_rounds == [1, 2, 3]
     assert m["late"].eval_rounds == [1, 2, 4, 5]
     assert m["centralized"].eval_rounds == [1] and m["pretrained"].eval_rounds == [0]
+    # without the first round: what the stride names and the last round only
+    late_only = methods_from_config(validate_config({
+        "experiment": "x", "envs": {"maze": {}}, "methods": {"fedse": {}},
+        "fed": {"rounds": 5, "eval_stride": 5, "eval_first": False},
+    }))["fedse"]  # fmt: skip
+    assert late_only.eval_rounds == [5] and late_only.final_round == 5
     assert fedse.evaluations(LAYOUT, m["pretrained"], ["maze"]) == [
         "results/x/pretrained/round=0/eval/env=maze/metrics.json"
     ]

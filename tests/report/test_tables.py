@@ -132,7 +132,10 @@ def test_rows_load_from_metrics_files(tmp_path):
     assert loaded.rate("maze") == 50.0 and loaded.pooled == 37.5
 
 
-def test_report_lists_methods_in_table_1_order_whatever_the_config_order(tmp_path):
+@pytest.mark.parametrize("last_round_only", [False, True])
+def test_report_lists_methods_in_table_1_order_whatever_the_config_order(
+    tmp_path, last_round_only
+):
     from evoflow.config import load_config
     from evoflow.methods import methods_from_config
     from evoflow.report.build import build_report, report_outputs
@@ -140,6 +143,9 @@ def test_report_lists_methods_in_table_1_order_whatever_the_config_order(tmp_pat
     from tests.helpers import make_episode
 
     config = load_config("tests/configs/tiny.yaml")  # keys come back sorted
+    if last_round_only:  # a study's setting: one evaluation, the last round's
+        config["fed"] |= {"eval_first": False, "eval_stride": config["fed"]["rounds"]}
+        assert methods_from_config(config)["fedse"].eval_rounds == [2]
     meta = ShardMeta(experiment="tiny", config_hash="x", model_id="m", seed=0)
     for name, method in methods_from_config(config).items():
         for round in method.eval_rounds:

@@ -51,11 +51,13 @@ class Method:
     eval_stride: int
     sft: SFTConfig
     options: dict[str, Any] = field(default_factory=dict)  # the family's settings
+    eval_first: bool = True  # a federated method's round 1 is evaluated too
 
     @property
     def eval_rounds(self) -> list[int]:
         """Rounds whose adapter is evaluated: every ``eval_stride``-th and the
-        last one; a federated method's first round too (its curve's start)."""
+        last one; a federated method's first round too (its curve's start)
+        unless ``eval_first`` is off."""
         if not self.kind.trains:
             return [0]
         if self.kind.iterative:
@@ -63,7 +65,7 @@ class Method:
         if not self.kind.federated:
             return [1]
         every = range(self.eval_stride, self.rounds + 1, self.eval_stride)
-        return sorted({1, *every, self.rounds})
+        return sorted({*([1] if self.eval_first else []), *every, self.rounds})
 
     @property
     def final_round(self) -> int:

@@ -50,8 +50,9 @@ def methods_from_config(config: dict[str, Any]) -> dict[str, Method]:
             rounds, options = where.resolve(config, {**entry, "kind": kind})
         except ValueError as exc:
             raise ValueError(f"methods.{name}: {exc}") from None
-        stride = config["fed"]["eval_stride"]
-        resolved[name] = Method(name, KINDS[kind], rounds, stride, sft, options)
+        fed = config["fed"]
+        resolved[name] = Method(name, KINDS[kind], rounds, fed["eval_stride"], sft,
+                                options, fed["eval_first"])  # fmt: skip
     playing = [n for n, m in resolved.items() if m.kind.family not in ENVLESS]
     if playing and not config["envs"]:
         raise ValueError(
