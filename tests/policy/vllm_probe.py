@@ -3,8 +3,9 @@
 
     .venv-vllm/bin/python tests/policy/vllm_probe.py REQUEST.json OUT.json
 
-REQUEST holds the model folder, an adapter folder and the chats; OUT the token
-ids of each call, keyed by the call's name.
+REQUEST holds the model folder, an adapter folder, the chats and each chat's
+listed actions; OUT the token ids of each call, keyed by the call's name (and
+the constrained call's reply texts).
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ import json
 import sys
 import time
 
+CONSTRAINED_TOKENS = 40  # the embedded default's generation.max_new_tokens
+
 
 def main(request_path: str, out_path: str) -> None:
-    from evoflow.policy.base import SamplingParams
+    from evoflow.policy.base import ActionChoice, SamplingParams
     from evoflow.policy.vllm import VLLMPolicy
 
     request = json.loads(open(request_path).read())
@@ -42,6 +45,14 @@ def main(request_path: str, out_path: str) -> None:
         generations = policy.generate(chats, params, adapters, seeds=seeds)
         out[name] = [g.token_ids for g in generations]
         out[f"{name}_seconds"] = time.perf_counter() - t
+    choices = [ActionChoice(tuple(c["actions"]), c["form"], tuple(c["slots"]))
+               for c in request["choices"]]  # fmt: skip
+    constrained = SamplingParams(temperature=0.0, max_new_tokens=CONSTRAINED_TOKENS)
+    for name, adapters in (("constrained", None), ("constrained_adapter", adapter)):
+        t = time.perf_counter()
+        generations = policy.generate(chats, constrained, adapters, choices=choices)
+        out[f"{name}_seconds"] = time.perf_counter() - t
+        out[name] = [g.text for g in generations]
     policy.close()
     with open(out_path, "w") as f:
         json.dump(out, f)

