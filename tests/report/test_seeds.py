@@ -114,12 +114,13 @@ def test_reports_that_cannot_be_read_are_named(tmp_path, two_runs):
         difference(two_runs, "random", "fedit")
 
 
-def test_cli_prints_the_table_and_a_requested_difference(two_runs, capsys):
+def test_cli_prints_the_table_and_every_requested_difference(two_runs, capsys):
     # Execute
     code = main(["seeds", str(two_runs[0].source), str(two_runs[1].source),
-                 "--diff", "fedit", "fedse"])  # fmt: skip
+                 "--diff", "fedit", "fedse", "--diff", "fedit", "fedit"])  # fmt: skip
 
-    # Assert
+    # Assert: both requested pairs, and the pair the first report compared
     out = capsys.readouterr().out
     assert code == 0
     assert "| fedit − fedse | -50.0 |" in out and "| fedse − fedit | +50.0 |" in out
+    assert "| fedit − fedit | +0.0 |" in out

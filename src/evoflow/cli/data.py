@@ -268,9 +268,10 @@ def _calibrate(args: argparse.Namespace) -> int:
 def _seeds_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("reports", nargs="+",
                    help="finished report folders (reports/<experiment>) or their outcomes.csv")  # fmt: skip
-    p.add_argument("--diff", nargs=2, metavar=("A", "B"),
-                   help="also compare method A with B (paired, over runs); the pairs "
-                        "the first report compared are always shown (default: none)")  # fmt: skip
+    p.add_argument("--diff", nargs=2, metavar=("A", "B"), action="append", default=[],
+                   help="also compare method A with B (paired, over runs); repeat for "
+                        "more pairs; the pairs the first report compared are always "
+                        "shown (default: none)")  # fmt: skip
 
 
 @command("seeds", "Table 1 over runs with different seeds: mean and 95 % interval "
@@ -280,5 +281,5 @@ def _seeds(args: argparse.Namespace) -> int:
     from evoflow.report.seeds import markdown, read_report
 
     reports = [read_report(path) for path in args.reports]
-    print(markdown(reports, tuple(args.diff) if args.diff else None), end="")
+    print(markdown(reports, [tuple(pair) for pair in args.diff]), end="")
     return 0

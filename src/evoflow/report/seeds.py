@@ -103,8 +103,9 @@ def difference(reports: Sequence[Report], a: str, b: str) -> RunEstimate:
                             [r.finals[b].rates() for r in reports], draws=DRAWS, seed=0)  # fmt: skip
 
 
-def markdown(reports: Sequence[Report], diff: tuple[str, str] | None = None) -> str:
-    """The table over runs, a line naming the runs, and the paired differences."""
+def markdown(reports: Sequence[Report], diffs: Sequence[tuple[str, str]] = ()) -> str:
+    """The table over runs, a line naming the runs, and the paired differences
+    (the first report's compared pairs, then ``diffs``)."""
     methods, missing = shared_methods(reports)
     envs = columns(reports)
     titles = [ENV_TITLES.get(e, e) for e in envs] + ["Avg"]
@@ -118,7 +119,7 @@ def markdown(reports: Sequence[Report], diff: tuple[str, str] | None = None) -> 
     if missing:
         lines.append(f"Not in every run, left out: {', '.join(missing)}.")
     pairs = [p for p in reports[0].pairs if p[0] in methods and p[1] in methods]
-    pairs = list(dict.fromkeys([*pairs, *([tuple(diff)] if diff else [])]))
+    pairs = list(dict.fromkeys([*pairs, *(tuple(d) for d in diffs)]))
     if pairs:
         lines += ["", *_differences(reports, pairs)]
     return "\n".join(lines) + "\n"
