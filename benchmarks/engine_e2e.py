@@ -175,32 +175,18 @@ def job_list(config: dict, job: str, adapter: str, tasks: int | None, explore: i
     for env, entry in config["envs"].items():
         factories[env] = configured_factory(env, entry)
         if job == "eval":
-            spec = rollout_spec(
-                config,
-                env,
-                method="bench",
-                round=5,
-                client=env,
-                split="test",
-                source="eval",
-                temperature=0.0,
-                adapter=adapter,
-            )
+            kind = {"split": "test", "source": "eval", "temperature": 0.0}
+        else:
+            kind = {"split": "train", "source": "explore"}
+        spec = rollout_spec(
+            config, env, method="bench", round=5, client=env, adapter=adapter, **kind
+        )
+        if job == "eval":
             count = entry["test"] if tasks is None else min(tasks, entry["test"])
             chosen = eval_tasks(
                 env, count, spec.seed, entry.get("remote"), entry.get("strata"), "test"
             )
         else:
-            spec = rollout_spec(
-                config,
-                env,
-                method="bench",
-                round=5,
-                client=env,
-                split="train",
-                source="explore",
-                adapter=adapter,
-            )
             train = split_ids(env, "train", entry["remote"], entry.get("strata"))
             chosen = choose(train, explore, config["seed"], "explore", 5, env)
         spec = replace(spec, samples=1)
