@@ -1,5 +1,5 @@
-"""The Fed-SE study config and `evoflow study`: the same experiment as the
-embedded default, fresh seeds, one Snakemake run per seed."""
+"""The study configs and `evoflow study`: each the same experiment as the
+config it studies, fresh seeds, one Snakemake run per seed."""
 
 from __future__ import annotations
 
@@ -36,6 +36,21 @@ def test_the_study_is_the_embedded_default_under_fresh_seeds():
     assert len(seeds) >= 5
     for used in (0, 1, 1000, 1001, default["seed"]):  # seeds that chose settings
         assert used not in seeds
+
+
+def test_the_sage_study_is_the_sage_config_against_its_seed_pool_control():
+    base, study = load_config("config/sage.yaml"), load_config("config/study/sage.yaml")
+    kept = ("experiment", "study", "methods", "fed")
+    assert {k: v for k, v in study.items() if k not in kept} == {
+        k: v for k, v in base.items() if k not in kept
+    }
+    assert study["fed"] == {**base["fed"], "eval_stride": 2}  # rounds 0 and 2
+    assert study["methods"] == {"sage": {}, "sage_seed_pool": {}}
+    found = study_of(study, "config/study/sage.yaml")
+    assert [(c.a, c.b, c.direction) for c in found.claims] == [
+        ("sage", "sage_seed_pool", "greater")
+    ]
+    assert len(found.seeds) >= 5 and base["seed"] not in found.seeds
 
 
 def test_study_runs_snakemake_once_per_seed_under_its_own_name(tmp_path, monkeypatch):

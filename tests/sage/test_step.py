@@ -239,3 +239,28 @@ def test_a_steps_metrics_count_the_critics_acceptances_and_the_pool(checker,
     # the step's verification time is reported: its share of the checker's
     # running total (the checker serves every test of this module)
     assert 0 < m["verify_seconds"] <= checker.seconds
+
+
+def test_without_the_challenge_phase_no_question_is_asked_and_the_targets_match():
+    # the control: no Challenger, question Critic or difficulty call; the
+    # Solver answers the problems the full step draws from an unchanged pool
+    # (here the Critic scores 7, below alpha, so the full step's pool stays too)
+    seeds = [
+        Problem(f"p{i}", "math", f"What is {i} + 1?", str(i + 1)) for i in range(6)
+    ]
+    asked = {}
+    for challenge in (True, False):
+        ask, prompts = scripted(QUESTION + "<answer>5</answer>", 7, 9,
+                                solver=lambda chat: "<answer>1</answer>")  # fmt: skip
+        with MathVerifier(seconds=10) as maths:
+            result, pool = step(ask, Checker(maths), seeded(seeds), questions=3,
+                                planning=False, challenge=challenge)  # fmt: skip
+        asked[challenge] = prompts
+        assert len(pool) == 6
+    full, control = asked[True], asked[False]
+    assert set(control) == {"solver"} and {"challenger", "critic"} <= set(full)
+    # full: 3 difficulty probes x 4 samples, then 3 targets x 4; control: the targets
+    assert len(full["solver"]) == 24 and full["solver"][12:] == control["solver"]
+    m = result.metrics
+    assert (m["questions"], m["joined"], m["pool_size"]) == (0, 0, 6)
+    assert m["offers"] == {"accepted": 0, "rejected": 0, "duplicate": 0}

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from evoflow.report.seeds import read_report
 from evoflow.sage import facts, pool
 from evoflow.sage.run import read_problems
 from evoflow.store.query import connect
@@ -62,3 +63,27 @@ def test_each_round_is_evaluated_and_the_report_has_the_papers_rows(run):
     assert (run / "reports/tiny-sage/figures/sage_dynamics.png").stat().st_size > 0
     con = connect(run / "results")
     assert con.execute("SELECT count(*) FROM pool").fetchone()[0] >= 3
+
+
+def test_the_seed_pool_control_asks_no_question_and_its_pool_never_grows(run):
+    results = run / RESULTS / "sage_seed_pool"
+    for r in (1, 2):
+        steps = json.loads((results / f"round={r}/global/metrics.json").read_text())
+        assert [(s["questions"], s["joined"]) for s in steps["steps"]] == [(0, 0)]
+        assert len(pool.read([results / f"round={r}/global/pool.parquet"])) == 0
+    roles = set(read_shard(results / "round=2/global/rollouts.parquet")
+                .column("agent_role").to_pylist())  # fmt: skip
+    assert "solver" in roles and "challenger" not in roles
+
+
+def test_the_report_keeps_per_problem_outcomes_and_the_planned_pairs(run):
+    folder = run / "reports/tiny-sage"
+    report = read_report(folder)  # what evoflow seeds and phenomena pool
+    problems = len(read_problems(run / RESULTS / "sage_data/eval_problems.json"))
+    assert set(report.finals) == {"sage", "sage_wo_critic", "sage_seed_pool"}
+    assert all(o.envs == ["sage"] and o.episodes == problems
+               for o in report.finals.values())  # fmt: skip
+    assert set(report.pairs) == {("sage", "sage_seed_pool"), ("sage_wo_critic", "sage")}
+    text = (folder / "sage_tables.md").read_text()
+    assert "## Paired comparisons — ours" in text
+    assert "| SAGE − w/o Challenger (seed pool only) |" in text

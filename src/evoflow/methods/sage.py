@@ -6,6 +6,9 @@ sage_wo_challenger  the Challenger plays but does not train (Table 3)
 sage_wo_planner     the Planner plays but does not train (the missing row)
 sage_wo_solver      the Solver plays but does not train (Table 3)
 sage_wo_critic      the Critic plays but does not train (Table 3)
+sage_seed_pool      no Challenge phase: the Solver's RL on the seed pool
+                    alone, the same draws and settings (the control that
+                    isolates what the Challenger's questions add)
 =================== =========================================================
 
 Experiment-wide (top-level ``sage:``): ``data`` (the seed pool, the held-out
@@ -34,16 +37,22 @@ from evoflow.train.rl.config import RLConfig
 
 FAMILY = "sage"
 KINDS = (
-    Kind("sage", FAMILY, "SAGE", iterative=True),
-    Kind("sage_wo_challenger", FAMILY, "w/o challenger training", iterative=True),
-    Kind("sage_wo_planner", FAMILY, "w/o planner training", iterative=True),
-    Kind("sage_wo_solver", FAMILY, "w/o solver training", iterative=True),
-    Kind("sage_wo_critic", FAMILY, "w/o critic training", iterative=True),
-)
+    Kind("sage", FAMILY, "SAGE", iterative=True, versus=("sage_seed_pool",)),
+    Kind("sage_wo_challenger", FAMILY, "w/o challenger training", iterative=True,
+         versus=("sage",)),
+    Kind("sage_wo_planner", FAMILY, "w/o planner training", iterative=True,
+         versus=("sage",)),
+    Kind("sage_wo_solver", FAMILY, "w/o solver training", iterative=True,
+         versus=("sage",)),
+    Kind("sage_wo_critic", FAMILY, "w/o critic training", iterative=True,
+         versus=("sage",)),
+    Kind("sage_seed_pool", FAMILY, "w/o Challenger (seed pool only)", iterative=True),
+)  # fmt: skip
 SPAN_LEAVES = ("state.pt", "rollouts.parquet", "metrics.json", "pool.parquet")
 TRAINER = {"estimator": "task_relative", "kl_coef": 0.0, "entropy_coef": 0.0}
 STEP_KEYS = ("questions", "references", "solver_samples", "planning", "norm",
-             "require_solved")  # fmt: skip
+             "require_solved", "challenge")  # fmt: skip
+NO_CHALLENGE = ("sage_seed_pool",)  # kinds without a Challenge phase
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,7 @@ class SageOptions:
     max_new_tokens: int = 512  # per role reply in training steps
     eval_max_new_tokens: int = 512
     trainer: dict = field(default_factory=dict)  # RLConfig overrides
+    challenge: bool = True  # set by the kind (NO_CHALLENGE), not the config
 
 
 def train_roles(method: Method) -> tuple[str, ...]:
@@ -76,7 +86,8 @@ def resolve(config: dict, entry: dict) -> tuple[int, dict]:
     }
     own = entry.get("sage") or {}
     trainer = {**top.get("trainer", {}), **own.get("trainer", {})}
-    options = SageOptions(**{**top, **own, "trainer": trainer})
+    challenge = entry["kind"] not in NO_CHALLENGE
+    options = SageOptions(**{**top, **own, "trainer": trainer, "challenge": challenge})
     step_settings(options)
     adapter_name("solver", options.adapters)  # names a bad value
     trainer_config(options, config["seed"])

@@ -52,6 +52,9 @@ def report_outputs(config: dict, reports: str) -> dict[str, str]:
         outputs["sage_tables"] = f"{reports}/sage_tables.md"
         outputs["sage_tables_csv"] = f"{reports}/sage_tables.csv"
         outputs["sage_dynamics"] = f"{reports}/figures/sage_dynamics.png"
+    if _sage_methods(methods) or _env_methods(methods):  # per-task outcomes, pairs
+        outputs["comparisons_csv"] = f"{reports}/comparisons.csv"
+        outputs["outcomes_csv"] = f"{reports}/outcomes.csv"
     methods = _env_methods(methods)
     if not methods:
         return outputs
@@ -59,8 +62,6 @@ def report_outputs(config: dict, reports: str) -> dict[str, str]:
         "table_md": f"{reports}/table1.md",
         "table_csv": f"{reports}/table1.csv",
         "table_tex": f"{reports}/table1.tex",
-        "comparisons_csv": f"{reports}/comparisons.csv",
-        "outcomes_csv": f"{reports}/outcomes.csv",
         "curves": f"{reports}/figures/success_by_round.png",
     }
     if len({m.kind.name for m in methods.values()} & set(ABLATION_KINDS)) > 1:
@@ -95,26 +96,40 @@ def report_rl_inputs(config: dict, results: str) -> list[str]:
 
 
 def report_sage_inputs(config: dict, results: str) -> list[str]:
-    """What SAGE's figure reads besides its evaluations: every span's metrics."""
-    methods, layout = methods_from_config(config), Layout(results)
-    return [layout.server(name, r, "metrics.json")
-            for name, m in _sage_methods(methods).items() for r in range(1, m.rounds + 1)]  # fmt: skip
+    """What SAGE's report reads besides its evaluations' metrics: every span's
+    metrics (the figure) and every evaluation's episodes (per-problem outcomes)."""
+    methods, layout = _sage_methods(methods_from_config(config)), Layout(results)
+    spans = [layout.server(name, r, "metrics.json")
+             for name, m in methods.items() for r in range(1, m.rounds + 1)]  # fmt: skip
+    return spans + [layout.sage_eval(name, r, "episodes.parquet")
+                    for name, m in methods.items() for r in m.eval_rounds]  # fmt: skip
 
 
 def build_report(
     config: dict, results: str | Path, outputs: dict[str, str]
 ) -> list[Row]:
     """Write every output of ``report_outputs``; return the table rows."""
-    results = Path(results)
-    every = methods_from_config(config)
+    every, layout = methods_from_config(config), Layout(str(results))
+    evaluations, compared = {}, []
     if "sage_tables" in outputs:
-        sage.write_report(_sage_methods(every), Layout(str(results)), outputs)
+        evaluations, compared = sage.write_report(
+            _sage_methods(every), layout, outputs, config["seed"]
+        )
     methods = dict(sorted(_env_methods(every).items(), key=lambda kv: _row_order(*kv)))
-    if not methods:
-        return []
-    envs = list(config["envs"])
+    rows = []
+    if methods:
+        rows, outcomes, found = _env_report(config, every, methods, layout, outputs)
+        evaluations, compared = {**evaluations, **outcomes}, compared + found
+    if "outcomes_csv" in outputs:
+        write_text(outputs["comparisons_csv"], evidence.comparisons_csv(compared))
+        write_text(outputs["outcomes_csv"], outcomes_csv(evaluations))
+    return rows
 
-    layout = Layout(str(results))
+
+def _env_report(config, every, methods, layout, outputs):
+    """Table 1, its companion text and the env families' figures; returns the
+    rows, every evaluation's per-task outcomes and the paired comparisons."""
+    envs = list(config["envs"])
 
     def metric_files(name: str, round: int) -> list[str]:
         return layout.evaluations(
@@ -130,8 +145,6 @@ def build_report(
             for name, m in methods.items()]  # fmt: skip
     final = {name: outcomes[(name, m.final_round)] for name, m in methods.items()}
     compared = evidence.compare(final, evidence.planned_pairs(methods), config["seed"])
-    write_text(outputs["comparisons_csv"], evidence.comparisons_csv(compared))
-    write_text(outputs["outcomes_csv"], outcomes_csv(outcomes))
     reference = reference_rows(config["model"]["name"])
     exploration = {
         name: explored_by_round(family(m).buffers(layout, m, envs))
@@ -175,7 +188,7 @@ def build_report(
     if "rl_training" in outputs:
         _rl_report(config, methods, layout, rows, outputs)
     log.info("report: %d methods, %d envs", len(rows), len(envs))
-    return rows
+    return rows, outcomes, compared
 
 
 def _split(config: dict) -> str:

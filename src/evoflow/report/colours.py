@@ -34,12 +34,13 @@ KIND_COLOURS = {
     "sage_wo_planner": "#bcbd22",
     "sage_wo_solver": "#dbdb8d",
     "sage_wo_critic": "#393b79",
+    "sage_seed_pool": "#843c39",
 }
-# For methods named otherwise than their kind (matplotlib's tab20b, less the one
+# For methods named otherwise than their kind (matplotlib's tab20b, less the two
 # taken above).
 SPARE = (
     "#5254a3", "#6b6ecf", "#9c9ede", "#637939", "#8ca252", "#b5cf6b", "#cedb9c",
-    "#8c6d31", "#bd9e39", "#e7ba52", "#e7cb94", "#843c39", "#ad494a", "#d6616b",
+    "#8c6d31", "#bd9e39", "#e7ba52", "#e7cb94", "#ad494a", "#d6616b",
     "#e7969c", "#7b4173", "#a55194", "#ce6dbd", "#de9ed6",
 )  # fmt: skip
 OTHER = "#000000"  # a name that is no known kind and no spare is left

@@ -19,7 +19,8 @@ from pathlib import Path
 from evoflow.atomic import write_text
 from evoflow.methods import Layout, Method, method_title
 from evoflow.provenance import REPO_ROOT
-from evoflow.report import figures
+from evoflow.report import evidence, figures
+from evoflow.report.outcomes import read_outcomes
 from evoflow.report.tables import count_cell, md_row
 
 REFERENCE = REPO_ROOT / "data" / "reference"
@@ -115,8 +116,29 @@ def acceptance_block(series: Mapping[str, dict]) -> str:
     return "\n".join(lines)
 
 
-def write_report(methods: Mapping[str, Method], layout: Layout, outputs) -> None:
-    """SAGE's tables (main and ablations) and its dynamics figure."""
+def outcomes(methods: Mapping[str, Method], layout: Layout) -> dict:
+    """(method, round) -> per-problem outcomes of every evaluated round, read
+    from the evaluations' episodes (env ``sage``, task = problem id)."""
+    return {(name, r): read_outcomes([layout.sage_eval(name, r, "episodes.parquet")])
+            for name, m in methods.items() for r in m.eval_rounds}  # fmt: skip
+
+
+def comparisons_block(compared: list, titles: Mapping[str, str]) -> str:
+    """The paired comparisons of the final rounds, as the env reports print them."""
+    if not compared:
+        return ""
+    return (
+        "\n## Paired comparisons — ours (final rounds; A − B over the held-out "
+        "problems both answered, in points; 95 % bootstrap interval, exact "
+        "McNemar p)\n\n" + evidence.comparisons_markdown(compared, titles)
+    )
+
+
+def write_report(methods: Mapping[str, Method], layout: Layout, outputs,
+                 seed: int = 0) -> tuple[dict, list]:  # fmt: skip
+    """SAGE's tables (main and ablations), its paired comparisons and its
+    dynamics figure; returns every evaluation's outcomes and the comparisons
+    (the report writes them to ``outcomes.csv`` and ``comparisons.csv``)."""
 
     def final(name: str, m: Method) -> dict:
         path = layout.sage_eval(name, m.final_round, "metrics.json")
@@ -143,7 +165,12 @@ def write_report(methods: Mapping[str, Method], layout: Layout, outputs) -> None
         "",
         acceptance_block(series),
     ]
-    tables = tables_markdown(main, ablations) + "\n".join(accepted) + "\n"
+    evaluated = outcomes(methods, layout)
+    final = {name: evaluated[(name, m.final_round)] for name, m in methods.items()}
+    compared = evidence.compare(final, evidence.planned_pairs(methods), seed)
+    tables = (tables_markdown(main, ablations) + "\n".join(accepted) + "\n"
+              + comparisons_block(compared, titles))  # fmt: skip
     write_text(outputs["sage_tables"], tables)
     write_text(outputs["sage_tables_csv"], tables_csv({**main, **ablations}))
     figures.sage_dynamics(series, outputs["sage_dynamics"])
+    return evaluated, compared

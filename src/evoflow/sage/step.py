@@ -18,6 +18,11 @@ The difficulty samples only measure r_d; the Solver is trained on the
 Plan–Solve answers. A question with no ``<question>`` tag has nothing to
 rate: s_q = 0. Calls of one role are batched across questions, so a backend
 generates them together.
+
+With ``challenge`` off the Challenge phase is skipped: the references are still
+drawn (so the Plan-Solve targets are the ones the full step would draw from an
+unchanged pool), nothing is proposed and the pool never grows: the Solver's RL
+on the seed pool alone, the control that isolates what the Challenger adds.
 """
 
 from __future__ import annotations
@@ -50,6 +55,10 @@ class SageSettings:
     # guard against wrong answer keys (paid as the hardest questions); off in
     # the paper.
     require_solved: bool = False
+    # Off: no Challenge phase (no Challenger, question Critic or difficulty
+    # call), so the pool stays the seed pool and each step is the Plan-Solve
+    # phase alone on the same draws: the "w/o Challenger" control.
+    challenge: bool = True
 
     def __post_init__(self) -> None:
         for name in ("questions", "references", "solver_samples"):
@@ -129,10 +138,11 @@ def run_step(step: int, pool: Pool, ask: Ask, checker: Checker,
     timed = _timer(ask, times)
     verified = checker.seconds
     references = [_references(pool, rng, settings) for _ in range(settings.questions)]
-    challenges = _challenge(step, references, timed, checker, settings)
+    challenges = (_challenge(step, references, timed, checker, settings)
+                  if settings.challenge else [])  # fmt: skip
     _difficulty(challenges, timed, checker, settings)
     calls, offers = [], dict.fromkeys(("accepted", "rejected", "duplicate"), 0)
-    for c, refs in zip(challenges, references, strict=True):
+    for c, refs in zip(challenges, references, strict=settings.challenge):
         joined = False
         if c["valid"]:
             rate = c["call"].info["solve_rate"]
