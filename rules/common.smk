@@ -138,6 +138,7 @@ buffer_inputs = wired("buffer_inputs", "round", "env")
 previous_comm = wired("previous_comm", "round")
 reference_adapter = wired("reference_adapter", "round")
 budget_adapter = wired("budget_adapter", "round", "env")
+pooled_budget_adapter = wired("budget_adapter", "round")
 
 
 def rl_span_inputs(wildcards):

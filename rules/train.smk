@@ -1,11 +1,13 @@
 # LoRA SFT of one adapter on pooled data: Centralized (every env's demos), and
-# AgentEvol's base agent and learning steps (wiring: evoflow.methods.<family>).
+# AgentEvol's base agent and learning steps, and its matched-budget control's
+# (wiring: evoflow.methods.<family>).
 
 
 rule train_pooled:
     input:
         manifest=pooled_manifest,
         init=start_adapter,
+        budget=pooled_budget_adapter,
     output:
         directory(f"{RESULTS}/{{method}}/round={{round}}/global/adapter"),
     log:

@@ -53,6 +53,23 @@ def test_the_sage_study_is_the_sage_config_against_its_seed_pool_control():
     assert len(found.seeds) >= 5 and base["seed"] not in found.seeds
 
 
+def test_the_agentevol_study_is_its_config_against_bc_and_the_matched_control():
+    base = load_config("config/agentevol.yaml")
+    study = load_config("config/study/agentevol.yaml")
+    kept = ("experiment", "study", "methods", "fed")
+    assert {k: v for k, v in study.items() if k not in kept} == {
+        k: v for k, v in base.items() if k not in kept
+    }
+    assert study["fed"] == {**base["fed"], "eval_stride": 2}
+    assert study["methods"] == {"agenttraj_sft": {}, "agentevol": {},
+                                "agenttraj_sft_matched": {}}  # fmt: skip
+    found = study_of(study, "config/study/agentevol.yaml")
+    assert [(c.a, c.b) for c in found.claims] == [
+        ("agentevol", "agenttraj_sft"), ("agentevol", "agenttraj_sft_matched")
+    ]
+    assert len(found.seeds) >= 5 and base["seed"] not in found.seeds
+
+
 def test_study_runs_snakemake_once_per_seed_under_its_own_name(tmp_path, monkeypatch):
     # Prepare: Snakemake's process is replaced by a recorder
     calls = []

@@ -7,6 +7,8 @@ import pytest
 from evoflow.config import validate_config
 from evoflow.errors import ConfigError
 from evoflow.methods import Layout, agentevol, methods_from_config
+from evoflow.methods.base import evaluated_as
+from evoflow.report.evidence import planned_pairs
 
 ENVS = ["maze", "wordle"]
 LAYOUT = Layout("r")
@@ -21,6 +23,8 @@ def methods(**settings) -> dict:
             "from_base": {"kind": "agentevol", "agentevol": {"init_from": "base_agent"}},
             "continue": {"kind": "agentevol",
                          "agentevol": {"init_from": "previous", "merge": "accumulate"}},
+            "agenttraj_sft_matched": {},
+            "matched_continue": {"kind": "agenttraj_sft_matched", "budget_of": "continue"},
         },
     })  # fmt: skip
     return methods_from_config(config)
@@ -123,3 +127,56 @@ def test_bad_settings_are_named():
         methods(merge="sometimes")
     with pytest.raises(ConfigError, match="select 'reward>1' is not one of"):
         methods(filter="reward>1")
+
+
+def test_the_matched_control_shares_the_base_agent_and_copies_each_iterations_steps():
+    m = methods(iterations=2)
+    matched, chained = m["agenttraj_sft_matched"], m["matched_continue"]
+    # round 0 is AgentEvol's base agent: not trained again, its evaluation reused
+    assert agentevol.trained_rounds(matched) == [1, 2]
+    assert evaluated_as(matched, 0) == ("agentevol", 0)
+    assert evaluated_as(matched, 2) == ("agenttraj_sft_matched", 2)
+    # iteration m: the expert set, for as many steps as AgentEvol's iteration m
+    for r in (1, 2):
+        assert agentevol.pooled_manifest(LAYOUT, matched, r) == "r/expert/manifest.json"
+        assert agentevol.budget_adapter(LAYOUT, matched, r) == (
+            f"r/agentevol/round={r}/global/adapter"
+        )
+        assert agentevol.start_adapter(LAYOUT, matched, r) is None  # backbone
+    assert agentevol.budget_adapter(LAYOUT, m["agentevol"], 1) is None
+    # from where the named method starts: continue-from-last chains its own
+    assert chained.options["init_from"] == "previous"
+    assert (
+        agentevol.start_adapter(LAYOUT, chained, 1)
+        == "r/continue/round=0/global/adapter"
+    )
+    assert agentevol.start_adapter(LAYOUT, chained, 2) == (
+        "r/matched_continue/round=1/global/adapter"
+    )
+    # nothing explored, no buffers: two adapters and three evaluated rounds
+    files = agentevol.artifacts(LAYOUT, matched, ENVS)
+    assert files[:2] == ["r/agenttraj_sft_matched/round=1/global/adapter",
+                         "r/agenttraj_sft_matched/round=2/global/adapter"]  # fmt: skip
+    assert files[2:4] == ["r/agentevol/round=0/eval/env=maze/metrics.json",
+                          "r/agentevol/round=0/eval/env=wordle/metrics.json"]  # fmt: skip
+    assert len(files) == 2 + 3 * 2 and agentevol.buffers(LAYOUT, matched, ENVS) == []
+    # the report compares AgentEvol with it once, AgentEvol first
+    pairs = planned_pairs(m)
+    assert ("agentevol", "agenttraj_sft_matched") in pairs
+    assert ("agenttraj_sft_matched", "agentevol") not in pairs
+
+
+def test_a_matched_control_must_name_an_agentevol_method():
+    with pytest.raises(
+        ConfigError, match="'agenttraj_sft' is not a configured agentevol"
+    ):
+        validate_config({
+            "experiment": "x", "envs": {"maze": {}}, "agentevol": {"iterations": 2},
+            "methods": {"agenttraj_sft": {}, "agentevol": {},
+                        "m": {"kind": "agenttraj_sft_matched", "budget_of": "agenttraj_sft"}},
+        })  # fmt: skip
+    with pytest.raises(ConfigError, match="budget_of is a setting of kind"):
+        validate_config({
+            "experiment": "x", "envs": {"maze": {}},
+            "methods": {"agentevol": {"budget_of": "agentevol"}},
+        })  # fmt: skip

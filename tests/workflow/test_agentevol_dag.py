@@ -41,6 +41,8 @@ def test_table_has_the_agentgym_rows(run):
         "AgentTraj-L-SFT",
         "AgentEvol",
         "AgentEvol (agentevol_continue)",
+        "AgentTraj-SFT, matched budget",
+        "AgentTraj-SFT, matched budget (matched_continue)",
     ):
         assert f"| {title} |" in table
     assert "AgentEvol after 2 iteration(s)" in table
@@ -88,6 +90,26 @@ def test_continue_from_last_accumulates_and_chains_adapters(run):
     assert info["init_adapter"].endswith("agentevol_continue/round=1/global/adapter")
 
 
+def test_the_matched_control_learns_the_demos_for_agentevols_steps(run):
+    for control, agent in (("agenttraj_sft_matched", "agentevol"),
+                           ("matched_continue", "agentevol_continue")):  # fmt: skip
+        assert not (run / f"results/tiny-agentevol/{control}/round=0").exists()
+        for round in (1, 2):
+            mine, theirs = training(run, control, round), training(run, agent, round)
+            assert mine["optimizer_steps"] == theirs["optimizer_steps"] > 0
+            assert mine["buffer_episodes"] == DEMOS
+            assert mine["config"]["seed"] == theirs["config"]["seed"]
+    assert training(run, "agenttraj_sft_matched", 2)["init_adapter"] is None
+    chained = training(run, "matched_continue", 2)["init_adapter"]
+    assert chained.endswith("matched_continue/round=1/global/adapter")
+    assert training(run, "matched_continue", 1)["init_adapter"].endswith(
+        "agentevol_continue/round=0/global/adapter"
+    )
+    comparisons = (run / "reports/tiny-agentevol/comparisons.csv").read_text()
+    assert "agentevol,agenttraj_sft_matched," in comparisons
+    assert "agenttraj_sft_matched,agentevol," not in comparisons
+
+
 def test_a_lost_iteration_is_redone_alone(run, tmp_path):
     # Prepare: a copy of the finished run without iteration 2's agent
     copy = tmp_path / "run"
@@ -101,7 +123,10 @@ def test_a_lost_iteration_is_redone_alone(run, tmp_path):
     # Assert: that agent is learned again and evaluated, nothing else of any method
     touched = sorted({(rule, out.split("/")[2], out.split("/")[3])
                       for rule, out in jobs if out.startswith("results/")})  # fmt: skip
+    # (and the matched control's iteration 2, which copies that agent's steps)
     assert touched == [("evaluate", "agentevol", "round=2"),
-                       ("train_pooled", "agentevol", "round=2")]  # fmt: skip
+                       ("evaluate", "agenttraj_sft_matched", "round=2"),
+                       ("train_pooled", "agentevol", "round=2"),
+                       ("train_pooled", "agenttraj_sft_matched", "round=2")]  # fmt: skip
     snakemake(copy, config=CONFIG)
     assert planned_jobs(copy, config=CONFIG) == []

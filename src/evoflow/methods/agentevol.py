@@ -10,7 +10,18 @@ agentevol       round 0 is that base agent; iteration m = 1..M explores every
                 env's training tasks with iteration m-1's agent, keeps the
                 episodes that pass ``filter``, merges them with the expert
                 set and learns a new agent; every iteration is evaluated
+agenttraj_sft_  the control for "learned from its own successes" against
+matched         "trained longer": AgentEvol's chain (``budget_of``, default
+                ``agentevol``) with the expert set in place of D_m — see below
 =============== ===========================================================
+
+``AgentTraj-SFT, matched budget`` shares the named AgentEvol method's base
+agent (its round 0, trained and evaluated once) and then, iteration by
+iteration, learns the expert set alone for exactly as many optimizer steps as
+that method's iteration m took (read at run time from its ``training.json``),
+from where that method's iteration starts (its ``init_from``: the backbone,
+the base agent, or the control's own iteration m-1), under the same cosine
+schedule and the same SFT seed. What is left between the two is the data.
 
 Where AgentGym's public code departs from the paper, a setting chooses, with
 the paper's choice as default (``AgentEvolSettings``; config ``agentevol:``,
@@ -68,9 +79,18 @@ KINDS = (
         pooled=True,
         explores=True,
         iterative=True,
-        versus=("agenttraj_sft", "agenttraj_l_sft"),
+        versus=("agenttraj_sft", "agenttraj_l_sft", "agenttraj_sft_matched"),
+    ),
+    Kind(
+        "agenttraj_sft_matched",
+        FAMILY,
+        "AgentTraj-SFT, matched budget",
+        pooled=True,
+        iterative=True,
+        matched=True,
     ),
 )
+MATCHED_OPTIONS = ("budget_of", "init", "init_round")  # beside the settings
 
 
 @dataclass(frozen=True)
@@ -89,17 +109,51 @@ def resolve(config: dict, entry: dict) -> tuple[int, dict]:
     values = {**(config.get("agentevol") or {}), **(entry.get("agentevol") or {})}
     settings = AgentEvolSettings(**values)
     settings = replace(settings, filter=normalise(settings.filter))
-    return entry.get("rounds") or settings.iterations, asdict(settings)
+    options = asdict(settings)
+    if "budget_of" in entry and entry["kind"] != "agenttraj_sft_matched":
+        raise ValueError(f"budget_of is a setting of kind agenttraj_sft_matched, "
+                         f"not {entry['kind']!r}")  # fmt: skip
+    if entry["kind"] == "agenttraj_sft_matched":
+        options["budget_of"] = entry.get("budget_of", "agentevol")
+    return entry.get("rounds") or settings.iterations, options
+
+
+def link(method: Method, methods: dict[str, Method]) -> Method:
+    """A matched control names an AgentEvol method with at least its
+    iterations; it takes that method's ``init_from``, and its round 0 is that
+    method's base agent (``init``/``init_round``: one training, one evaluation)."""
+    if not method.kind.matched:
+        return method
+    name, where = method.options["budget_of"], f"methods.{method.name}.budget_of"
+    other = methods.get(name)
+    if other is None or other.kind.name != "agentevol":
+        agents = [n for n, m in methods.items() if m.kind.name == "agentevol"]
+        raise ValueError(f"{where}: {name!r} is not a configured agentevol method "
+                         f"(one of: {', '.join(agents)})")  # fmt: skip
+    if other.rounds < method.rounds:
+        raise ValueError(f"{where}: {name!r} runs {other.rounds} iterations, fewer "
+                         f"than {method.name}'s {method.rounds}")  # fmt: skip
+    shared = {"init_from": other.options["init_from"], "init": name, "init_round": 0}
+    return replace(method, options={**method.options, **shared})
 
 
 def settings(method: Method) -> AgentEvolSettings:
-    return AgentEvolSettings(**method.options)
+    own = {k: v for k, v in method.options.items() if k not in MATCHED_OPTIONS}
+    return AgentEvolSettings(**own)
+
+
+def budget_adapter(layout: Layout, method: Method, round: int) -> str | None:
+    """The adapter whose ``training.json`` gives a matched iteration its steps."""
+    if not method.kind.matched:
+        return None
+    return layout.global_adapter(method.options["budget_of"], round)
 
 
 def trained_rounds(method: Method) -> list[int]:
-    """The base agent is round 0 of AgentEvol (round 1 of AgentTraj-SFT)."""
+    """The base agent is round 0 of AgentEvol (round 1 of AgentTraj-SFT); a
+    matched control trains from round 1 on (its round 0 is AgentEvol's)."""
     if method.kind.iterative:
-        return list(range(0, method.rounds + 1))
+        return list(range(int(method.kind.matched), method.rounds + 1))
     return [1]
 
 
@@ -108,8 +162,9 @@ def start_adapter(layout: Layout, method: Method, round: int) -> str | None:
     if not method.kind.iterative or round == 0:
         return None
     init = settings(method).init_from
-    if init == "base_agent":
-        return layout.global_adapter(method.name, 0)
+    base = method.options["budget_of"] if method.kind.matched else method.name
+    if init == "base_agent" or (init == "previous" and round == 1):
+        return layout.global_adapter(base, 0)
     if init == "previous":
         return layout.global_adapter(method.name, round - 1)
     return None
@@ -144,8 +199,9 @@ def merged_buffers(layout: Layout, method: Method, round: int, envs) -> list[str
 
 
 def pooled_manifest(layout: Layout, method: Method, round: int) -> str:
-    """The base agent learns the expert set; iteration m learns D_m."""
-    if not method.kind.iterative or round == 0:
+    """The base agent learns the expert set; iteration m learns D_m (a
+    matched control: the expert set again)."""
+    if not method.kind.explores or round == 0:
         return layout.pooled_manifest_of(method.kind.expert_set)
     return layout.server(method.name, round, "dataset.json")
 
@@ -163,7 +219,7 @@ def eval_adapters(layout: Layout, method: Method, round: int, envs) -> dict[str,
 
 
 def buffers(layout: Layout, method: Method, envs) -> list[str]:
-    if not method.kind.iterative:
+    if not method.kind.explores:
         return []
     return [
         f
@@ -177,7 +233,7 @@ def artifacts(layout: Layout, method: Method, envs) -> list[str]:
     buffers, the merged dataset and the agent; then the evaluations."""
     files = []
     for round in trained_rounds(method):
-        if method.kind.iterative and round > 0:
+        if method.kind.explores and round > 0:
             for env in envs:
                 files += [layout.client(method.name, round, env, leaf)
                           for leaf in ("explore.parquet", "buffer.json")]  # fmt: skip

@@ -125,10 +125,12 @@ def link(method: Method, methods: dict[str, Method]) -> Method:
     return method
 
 
-def budget_adapter(layout: Layout, method: Method, round: int, env: str) -> str | None:
+def budget_adapter(
+    layout: Layout, method: Method, round: int, env: str | None = None
+) -> str | None:
     """The client adapter whose ``training.json`` gives a matched-budget
-    client its steps (None for every other kind)."""
-    if not method.kind.matched:
+    client its steps (None for every other kind, and for pooled jobs)."""
+    if not method.kind.matched or env is None:
         return None
     return layout.client(method.options["budget_of"], round, env, "adapter")
 

@@ -26,6 +26,7 @@ KIND_COLOURS = {
     "agenttraj_sft": "#2ca02c",
     "agenttraj_l_sft": "#98df8a",
     "agentevol": "#9467bd",
+    "agenttraj_sft_matched": "#ad494a",
     "agentgym_rl": "#c5b0d5",
     "scalinginter_rl": "#e377c2",
     "fedrl": "#f7b6d2",
@@ -36,11 +37,11 @@ KIND_COLOURS = {
     "sage_wo_critic": "#393b79",
     "sage_seed_pool": "#843c39",
 }
-# For methods named otherwise than their kind (matplotlib's tab20b, less the two
+# For methods named otherwise than their kind (matplotlib's tab20b, less the three
 # taken above).
 SPARE = (
     "#5254a3", "#6b6ecf", "#9c9ede", "#637939", "#8ca252", "#b5cf6b", "#cedb9c",
-    "#8c6d31", "#bd9e39", "#e7ba52", "#e7cb94", "#ad494a", "#d6616b",
+    "#8c6d31", "#bd9e39", "#e7ba52", "#e7cb94", "#d6616b",
     "#e7969c", "#7b4173", "#a55194", "#ce6dbd", "#de9ed6",
 )  # fmt: skip
 OTHER = "#000000"  # a name that is no known kind and no spare is left

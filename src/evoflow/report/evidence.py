@@ -12,7 +12,8 @@ reference, whose per-task success is a mean over seeds). The pairs:
   Fed-SE, AgentEvol against behaviour cloning, ScalingInter-RL against the fixed
   horizon);
 - a method that starts from another's adapter (RL's ``init``) against that
-  start;
+  start, unless the start names its kind (AgentEvol against its matched
+  control, which shares its base agent);
 - every trained method against Pre-Trained and against Random (valid
   actions), on the envs the latter plays.
 
@@ -58,8 +59,8 @@ def planned_pairs(methods: Mapping[str, Method]) -> list[tuple[str, str]]:
         for kind in method.kind.versus:
             pairs += [(name, other) for other in by_kind.get(kind, []) if other != name]
         start = method.options.get("init")
-        if start in methods:
-            pairs.append((name, start))
+        if start in methods and method.kind.name not in methods[start].kind.versus:
+            pairs.append((name, start))  # unless the start plans it the other way
     for name, method in methods.items():
         if method.kind.trains:
             pairs += [
