@@ -65,7 +65,8 @@ def test_the_agentevol_study_is_its_config_against_bc_and_the_matched_control():
                                 "agenttraj_sft_matched": {}}  # fmt: skip
     found = study_of(study, "config/study/agentevol.yaml")
     assert [(c.a, c.b) for c in found.claims] == [
-        ("agentevol", "agenttraj_sft"), ("agentevol", "agenttraj_sft_matched")
+        ("agentevol", "agenttraj_sft"),
+        ("agentevol", "agenttraj_sft_matched"),
     ]
     assert len(found.seeds) >= 5 and base["seed"] not in found.seeds
 
