@@ -12,6 +12,8 @@ import pytest
 from evoflow.policy.base import Generation
 from evoflow.sage.pool import seeded
 from evoflow.sage.problems import Problem, code_problem
+from evoflow.sage.roles import ROLES
+from evoflow.sage.span import asker
 from evoflow.sage.step import Checker, SageSettings, run_step
 from evoflow.verify import MathVerifier
 
@@ -32,7 +34,7 @@ def scripted(challenger: str, question_score: int, plan_score: int, solver=None)
     ``solver``: its replies, or a function of the chat)."""
     prompts: dict[str, list] = {}
 
-    def ask(role, chats):
+    def ask(role, chats, purpose=None):
         prompts.setdefault(role, []).extend(chats)
         if role == "challenger":
             texts = [challenger] * len(chats)
@@ -222,10 +224,10 @@ def test_a_steps_metrics_count_the_critics_acceptances_and_the_pool(checker,
                     QUESTION.replace("2 cats", "4 cats") + "<answer></answer>",
                     "no question"])  # fmt: skip
 
-    def ask(role, chats):
+    def ask(role, chats, purpose=None):
         if role == "challenger":
             return [Generation(next(replies), 1, 1) for _ in chats]
-        return scripted("", question_score, 9)[0](role, chats)
+        return scripted("", question_score, 9)[0](role, chats, purpose)
 
     result, pool = step(ask, checker, questions=4, planning=False)
     m = result.metrics
@@ -264,3 +266,40 @@ def test_without_the_challenge_phase_no_question_is_asked_and_the_targets_match(
     m = result.metrics
     assert (m["questions"], m["joined"], m["pool_size"]) == (0, 0, 6)
     assert m["offers"] == {"accepted": 0, "rejected": 0, "duplicate": 0}
+
+
+class _Recording:
+    """A policy stand-in for ``asker``: the scripted replies of ``scripted``
+    (told apart by the role's adapter folder), every call's prompts and seeds."""
+
+    def __init__(self, script):
+        self.script, self.calls = script, []
+
+    def generate(self, chats, params, adapter=None, seeds=None, **_):
+        self.calls.append((adapter, chats, seeds))
+        return self.script(adapter, chats)
+
+
+def test_the_control_samples_its_solver_answers_with_the_full_steps_seeds():
+    # seeds are keyed by the call's purpose: with an unchanged pool (the Critic
+    # scores 7, below alpha) the control's Solver gets the same prompts AND the
+    # same seeds as the full step's Plan-Solve call, so its training chain is
+    # the full step's, not a reshuffled one (before, the n-th Solver call of a
+    # step was seeded by n, and the control's first call was the full step's
+    # second)
+    problems = [
+        Problem(f"p{i}", "math", f"What is {i} + 1?", str(i + 1)) for i in range(6)
+    ]
+    solver_calls = {}
+    for challenge in (True, False):
+        ask, _ = scripted(QUESTION + "<answer>5</answer>", 7, 9,
+                          solver=lambda chat: "<answer>1</answer>")  # fmt: skip
+        policy = _Recording(ask)
+        with MathVerifier(seconds=10) as maths:
+            step(asker(policy, {r: r for r in ROLES}, 3, 1, 8), Checker(maths),
+                 seeded(problems), questions=3, planning=False, challenge=challenge)  # fmt: skip
+        solver_calls[challenge] = [(c, s) for a, c, s in policy.calls if a == "solver"]
+    full, control = solver_calls[True], solver_calls[False]
+    assert len(full) == 2 and len(control) == 1  # difficulty, then Plan-Solve
+    assert full[1] == control[0]
+    assert full[0][1] != full[1][1]  # the difficulty probe has seeds of its own

@@ -156,17 +156,17 @@ def _role(episode: Episode) -> str:
 
 def asker(policy: Policy, adapters: dict[str, Path] | None, seed: int, step: int,
           max_new_tokens: int):  # fmt: skip
-    """``ask(role, chats)`` for ``run_step``: the role's adapter folder (None:
-    the base model) and temperature, one seed per call and chat (the n-th call
-    of a role in a step gets its own seeds)."""
-    calls: dict[str, int] = {}
+    """``ask(role, chats, purpose)`` for ``run_step``: the role's adapter folder
+    (None: the base model) and temperature, one seed per chat keyed by the
+    step, the call's purpose and the chat's place in it. Keyed by purpose, not
+    by call order, a step without its Challenge phase (the seed-pool control)
+    samples its Plan-Solve answers with the same seeds as the full step."""
 
-    def ask(role: str, chats: list) -> list[Generation]:
-        n = calls[role] = calls.get(role, -1) + 1
+    def ask(role: str, chats: list, purpose: str) -> list[Generation]:
         params = SamplingParams(
             temperature=TEMPERATURES[role], max_new_tokens=max_new_tokens
         )
-        seeds = [derive_seed(seed, "sage", step, role, n, i) for i in range(len(chats))]
+        seeds = [derive_seed(seed, "sage", step, purpose, i) for i in range(len(chats))]
         where = None if adapters is None else str(adapters[role])
         return policy.generate(chats, params, adapter=where, seeds=seeds)
 

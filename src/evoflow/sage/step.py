@@ -40,7 +40,10 @@ from evoflow.sandbox import Limits
 from evoflow.verify.code import UnsplittableTest, check_code, code_helpers
 from evoflow.verify.maths import MathVerifier
 
-Ask = Callable[[str, list[roles.Chat]], list[Generation]]  # role, chats -> replies
+# role, chats, purpose -> replies. The purpose names the call within a step
+# (PURPOSES), so a backend can seed it by what it is for, not by its order.
+Ask = Callable[[str, list[roles.Chat], str], list[Generation]]
+PURPOSES = ("propose", "rate_question", "difficulty", "plan", "rate_plan", "solve")
 
 
 @dataclass(frozen=True)
@@ -197,7 +200,7 @@ def _difficulty(challenges: list[dict], ask: Ask, checker: Checker, settings) ->
     valid = [c for c in challenges if c["valid"]]
     n = settings.solver_samples
     chats = [roles.solver_chat(c["problem"], None) for c in valid for _ in range(n)]
-    replies = ask("solver", chats)
+    replies = ask("solver", chats, "difficulty")
     for i, c in enumerate(valid):
         problem = c["problem"]
         solved = [checker.correct(problem, roles.solver_answer(r.text, problem.kind))
@@ -210,9 +213,9 @@ def _difficulty(challenges: list[dict], ask: Ask, checker: Checker, settings) ->
 
 
 def _timer(ask: Ask, times: dict[str, float]) -> Ask:
-    def timed(role: str, chats: list[roles.Chat]) -> list[Generation]:
+    def timed(role: str, chats: list[roles.Chat], purpose: str) -> list[Generation]:
         clock = time.perf_counter()
-        replies = ask(role, chats) if chats else []
+        replies = ask(role, chats, purpose) if chats else []
         if len(replies) != len(chats):
             raise ValueError(f"{role}: {len(replies)} replies for {len(chats)} prompts")
         times[role] = times.get(role, 0.0) + time.perf_counter() - clock
@@ -228,7 +231,7 @@ def _references(pool: Pool, rng, settings: SageSettings) -> list[Entry]:
 
 def _challenge(step, references, ask: Ask, checker: Checker, settings) -> list[dict]:
     chats = [roles.challenger_chat([e.problem for e in refs]) for refs in references]
-    replies = ask("challenger", chats)
+    replies = ask("challenger", chats, "propose")
     found = []
     for i, (refs, chat, reply) in enumerate(
         zip(references, chats, replies, strict=True)
@@ -245,7 +248,9 @@ def _challenge(step, references, ask: Ask, checker: Checker, settings) -> list[d
         })  # fmt: skip
     rated = [c for c in found if c["proposal"] is not None]
     chats = [roles.critic_question_chat(c["proposal"].question) for c in rated]
-    for c, chat, reply in zip(rated, chats, ask("critic", chats), strict=True):
+    for c, chat, reply in zip(
+        rated, chats, ask("critic", chats, "rate_question"), strict=True
+    ):
         c["score"] = R.norm(R.parse_score(reply.text), settings.norm)
         c["critics"] = [
             _critic_call(chat, reply, c["call"].item, "question", c["score"])
@@ -274,13 +279,13 @@ def _plan(targets: list[Problem], ask: Ask, settings: SageSettings) -> list[list
     if not settings.planning:
         return [[] for _ in targets]
     chats = [roles.planner_chat(t.question) for t in targets]
-    replies = ask("planner", chats)
+    replies = ask("planner", chats, "plan")
     texts = [roles.tag(r.text, "plan") or "" for r in replies]
     critic_chats = [
         roles.critic_plan_chat(t.question, p)
         for t, p in zip(targets, texts, strict=True)
     ]
-    verdicts = ask("critic", critic_chats)
+    verdicts = ask("critic", critic_chats, "rate_plan")
     plans = []
     for t, chat, reply, text, critic_chat, verdict in zip(
         targets, chats, replies, texts, critic_chats, verdicts, strict=True
@@ -301,7 +306,7 @@ def _solve(targets, plans, ask: Ask, checker: Checker, settings) -> list[list[Ca
         chat = roles.solver_chat(t, plan[0].info["plan"] if shown else None)
         chats += [chat] * settings.solver_samples
         meta += [(t, score, shown)] * settings.solver_samples
-    replies = ask("solver", chats)
+    replies = ask("solver", chats, "solve")
     calls = []
     for chat, reply, (t, score, shown) in zip(chats, replies, meta, strict=True):
         correct = checker.correct(t, roles.solver_answer(reply.text, t.kind))
