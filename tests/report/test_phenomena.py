@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -49,20 +50,28 @@ def test_a_claim_is_pooled_over_the_seeds_that_finished(tmp_path):
     assert (found.seeds, found.missing, found.tasks) == (2, (102,), 8)
     text = markdown([found])
     assert "| st | A beats B (fedse − fedit) | +37.5 |" in text
+    # p over seeds: a t-test of +0.5 and +0.25 on 1 df, t = 0.375 / 0.125 = 3,
+    # whose two-sided p is 1 - 2 atan(t) / pi = 0.205 (Cauchy's CDF)
+    assert found.estimate.p_runs == pytest.approx(1 - 2 * math.atan(3) / math.pi)
+    assert "| 0.205 | 2 (1 missing) |" in text
     assert "| 2 (1 missing) | 8 | 19 min |" in text
 
 
 def test_verdicts_follow_the_papers_direction():
     # Prepare: an interval above zero with p < 0.05, and one that spans zero
-    above = RunEstimate(0.3, 0.1, 0.5, 5, (), 0.01, "t", 0.95, 100)
-    spans = RunEstimate(0.1, -0.1, 0.3, 5, (), 0.3, "t", 0.95, 100)
-    weak = RunEstimate(0.3, 0.1, 0.5, 2, (), 0.2, "t", 0.95, 100)  # bootstrap only
+    above = RunEstimate(0.3, 0.1, 0.5, 5, (), 0.01, "t", 0.95, 100, p_runs=0.02)
+    spans = RunEstimate(0.1, -0.1, 0.3, 5, (), 0.3, "t", 0.95, 100, p_runs=0.4)
+    weak = RunEstimate(0.3, 0.1, 0.5, 2, (), 0.2, "t", 0.95, 100, p_runs=0.03)
+    # the tasks' test passes but the seeds disagree: one chain's luck
+    chains = RunEstimate(-0.24, -0.42, -0.07, 3, (), 0.0001, "t", 0.95, 100,
+                         p_runs=0.145)  # fmt: skip
+    one_seed = RunEstimate(0.3, 0.1, 0.5, 1, (), 0.01, "t", 0.95, 100)
 
     # Assert
     assert verdict(Claim("x", "a", "b", "greater"), above) == "holds"
     assert verdict(Claim("x", "a", "b", "less"), above) == "reversed"
-    assert verdict(Claim("x", "a", "b"), spans) == "not resolved at this scale"
-    assert verdict(Claim("x", "a", "b"), weak) == "not resolved at this scale"
+    for estimate in (spans, weak, chains, one_seed):
+        assert verdict(Claim("x", "a", "b"), estimate) == "not resolved at this scale"
     assert verdict(Claim("x", "a", "b"), None) == "not run"
 
 

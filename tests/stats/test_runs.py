@@ -150,6 +150,34 @@ def test_runs_sharing_their_tasks_share_the_tasks_luck():
     assert five.p_value == pytest.approx(2 / 8)  # 3 tasks differ: 2 of 8 flips
 
 
+def test_the_runs_own_differences_get_a_t_test_worked_by_hand():
+    # Prepare: three runs on 10 maze tasks whose differences are +0.1, +0.2
+    # and +0.3: mean 0.2, sd 0.1, t = 0.2 / (0.1 / sqrt 3) = 2 sqrt 3 on 2
+    # degrees of freedom. Student's t with 2 df has the closed-form CDF
+    # 1/2 + t / (2 sqrt(2 + t^2)), so the two-sided p is 1 - t / sqrt(2 + t^2)
+    # = 1 - 2 sqrt 3 / sqrt 14 = 0.07418.
+    b = [run({"maze": [0] * 10})] * 3
+    a = [run({"maze": [1] * k + [0] * (10 - k)}) for k in (1, 2, 3)]
+
+    # Execute
+    result = paired_over_runs(a, b, draws=2000)
+
+    # Assert: the runs' p is over 0.05 though every run is ahead; the test over
+    # tasks, which holds the runs fixed, sees tasks 0-2 all ahead
+    t = 2 * 3**0.5
+    assert result.per_run == pytest.approx((0.1, 0.2, 0.3))
+    assert result.p_runs == pytest.approx(1 - t / (2 + t * t) ** 0.5, abs=1e-9)
+    assert result.p_runs == pytest.approx(0.07418, abs=1e-5)
+
+
+def test_runs_that_agree_exactly_give_the_t_tests_limit_and_one_run_none():
+    b = run({"maze": [0, 0, 0, 0]})
+    ahead = run({"maze": [1, 0, 0, 0]})
+    assert paired_over_runs([ahead] * 3, [b] * 3, draws=200).p_runs == 0.0
+    assert paired_over_runs([b] * 3, [b] * 3, draws=200).p_runs == 1.0
+    assert paired_over_runs([ahead], [b], draws=200).p_runs is None
+
+
 def test_paired_over_runs_pairs_run_i_with_run_i_over_shared_tasks():
     # Prepare: run 0 shares maze 0..1 (A 1, 1 vs B 0, 1); run 1 shares maze 0
     runs_a = [run({"maze": [1, 1, 1]}), run({"maze": [0]})]

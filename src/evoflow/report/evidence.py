@@ -106,7 +106,10 @@ def interval(result: PairedDifference) -> str:
     return f"[{points(result.low)}, {points(result.high)}]"
 
 
-def p_text(p: float) -> str:
+def p_text(p: float | None) -> str:
+    """A p-value for a table: three decimals, "< 0.001" below that, "–" for none."""
+    if p is None:
+        return "–"
     return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 

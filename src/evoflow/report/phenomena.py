@@ -3,11 +3,17 @@
 For each claim of each study config (``evoflow.study``) the seeds' reports are
 pooled (``evoflow.report.seeds.difference``: each seed's paired difference of
 A over B on its shared test tasks, a crossed bootstrap over seeds and tasks
-within envs, a sign-flip test of the per-task differences averaged over seeds). The verdict follows the project's
-rule: a claim **holds** when the 95 % interval excludes zero in the paper's
-direction and p < 0.05, is **reversed** when it excludes zero the other way
-with p < 0.05, and is otherwise **not resolved at this scale** — the interval
-says how large an effect the study could have missed. ``evoflow phenomena
+within envs, and two tests: a sign-flip test of the per-task differences
+averaged over seeds, and a t-test of the seeds' differences). The verdict
+follows the project's rule: a claim **holds** when the 95 % interval excludes
+zero in the paper's direction and both p < 0.05, is **reversed** when it
+excludes zero the other way with both p < 0.05, and is otherwise **not
+resolved at this scale** — the interval says how large an effect the study
+could have missed. Both tests must agree because each holds one source of
+chance fixed: the test over tasks treats every seed's training chain as given
+(one chain's luck, shared by all its tasks, would pass it), the test over
+seeds asks whether a new chain would show the difference (and needs two
+seeds or more). ``evoflow phenomena
 config/study/*.yaml`` writes ``reports/phenomena.md``.
 """
 
@@ -18,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evoflow.config import load_config
+from evoflow.report.evidence import p_text
 from evoflow.report.seeds import SeedsError, difference, read_report
 from evoflow.report.tables import md_row
 from evoflow.stats import RunEstimate
@@ -46,7 +53,8 @@ def verdict(claim: Claim, estimate: RunEstimate | None) -> str:
         return "not run"
     sign = 1 if claim.direction == "greater" else -1
     low, high = sorted((sign * estimate.low, sign * estimate.high))
-    agreed = estimate.p_value is not None and estimate.p_value < ALPHA
+    agreed = all(p is not None and p < ALPHA
+                 for p in (estimate.p_value, estimate.p_runs))  # fmt: skip
     if agreed and low > 0:
         return "holds"
     if agreed and high < 0:
@@ -79,14 +87,14 @@ def measure(study: Study, reports: str | Path = "reports") -> list[Phenomenon]:
 
 
 def markdown(phenomena: Sequence[Phenomenon]) -> str:
-    header = ["Study", "Paper's claim", "A − B (points)", "95 % interval", "p",
-              "Seeds", "Tasks", "Wall time", "Verdict"]  # fmt: skip
+    header = ["Study", "Paper's claim", "A − B (points)", "95 % interval",
+              "p (tasks)", "p (seeds)", "Seeds", "Tasks", "Wall time", "Verdict"]  # fmt: skip
     lines = [md_row(header), md_row(["---"] * len(header))]
     for p in phenomena:
         e = p.estimate
-        cells = ["–", "–", "–"] if e is None else [
+        cells = ["–"] * 4 if e is None else [
             f"{100 * e.mean:+.1f}", f"[{100 * e.low:+.1f}, {100 * e.high:+.1f}]",
-            "–" if e.p_value is None else f"{e.p_value:.3f}"]  # fmt: skip
+            p_text(e.p_value), p_text(e.p_runs)]  # fmt: skip
         seeds = f"{p.seeds}" + (f" ({len(p.missing)} missing)" if p.missing else "")
         wall = f"{p.wall_seconds / 60:.0f} min" if p.wall_seconds else "–"
         lines.append(md_row([p.study, f"{p.claim.claim} ({p.claim.a} − {p.claim.b})",
@@ -94,9 +102,10 @@ def markdown(phenomena: Sequence[Phenomenon]) -> str:
                              p.problem or verdict(p.claim, e)]))  # fmt: skip
     note = ("\nEach seed's difference is paired over its shared test tasks; the "
             "interval is a crossed bootstrap (seeds, and tasks within envs shared by "
-            "every drawn seed), p a sign-flip test of the per-task differences "
-            "averaged over seeds. A claim holds only when the interval "
-            "excludes zero in the paper's direction and p < 0.05.\n")  # fmt: skip
+            "every drawn seed); p (tasks) a sign-flip test of the per-task "
+            "differences averaged over seeds, p (seeds) a t-test of the seeds' "
+            "differences. A claim holds only when the interval excludes zero in "
+            "the paper's direction and both p < 0.05.\n")  # fmt: skip
     return "\n".join(lines) + "\n" + note
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evoflow.errors import EvoflowError
+from evoflow.report.evidence import p_text
 from evoflow.report.outcomes import Outcomes, OutcomesError, load_outcomes_csv
 from evoflow.report.tables import ENV_ORDER, ENV_TITLES, md_row
 from evoflow.stats import RunEstimate, paired_over_runs, pooled_over_runs
@@ -127,15 +128,15 @@ def markdown(reports: Sequence[Report], diffs: Sequence[tuple[str, str]] = ()) -
 
 def _differences(reports: Sequence[Report], pairs) -> list[str]:
     header = ["A − B", "Mean (points)", "95 % interval", "p (sign flips over tasks)",
-              "Per run", "A ahead in"]  # fmt: skip
+              "p (t over runs)", "Per run", "A ahead in"]  # fmt: skip
     lines = [md_row(header), md_row(["---"] * len(header))]
     for a, b in pairs:
         d = difference(reports, a, b)
-        p = "–" if d.p_value is None else f"{d.p_value:.3f}"
         per_run = ", ".join(f"{100 * v:+.1f}" for v in d.per_run)
         ahead = f"{sum(v > 0 for v in d.per_run)} of {d.runs} runs"
         lines.append(md_row([f"{a} − {b}", f"{100 * d.mean:+.1f}",
-                             f"[{100 * d.low:+.1f}, {100 * d.high:+.1f}]", p, per_run,
+                             f"[{100 * d.low:+.1f}, {100 * d.high:+.1f}]",
+                             p_text(d.p_value), p_text(d.p_runs), per_run,
                              ahead]))  # fmt: skip
     return lines
 

@@ -11,10 +11,16 @@ played). The statistic is the mean over the drawn runs of each run's pooled
 success (or paired difference). The resamples are drawn with numpy:
 ``scipy.stats.bootstrap`` has no crossed scheme.
 
-The p-value of a paired comparison is the sign-flip permutation test of the
-per-task differences, each averaged over the runs that played the task
-(under "A and B are exchangeable" each task's sign is a fair coin); with one
-run there is none.
+A paired comparison carries two p-values, one per source of chance. The
+first is the sign-flip permutation test of the per-task differences, each
+averaged over the runs that played the task (under "A and B are
+exchangeable" each task's sign is a fair coin): it holds the runs fixed, so a
+training chain's luck that every task shares counts as signal. The second is
+a one-sample t-test of the runs' own differences against zero
+(``scipy.stats.ttest_1samp``, ``runs - 1`` degrees of freedom): it asks
+whether a new run would show the difference, and needs at least two runs. A
+reader who wants a difference between methods, not between two chains, asks
+both to agree.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 from evoflow.stats._inputs import (
     Scores,
@@ -38,6 +45,7 @@ from evoflow.stats.bootstrap import percentile_interval
 from evoflow.stats.paired import sign_flip_p
 
 SIGN_FLIP_TASKS = "sign-flip permutation over tasks (mean over runs)"
+T_OVER_RUNS = "one-sample t-test of the runs' differences"
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,9 @@ class RunEstimate:
         or None with ``p_value``.
     level, draws
         The interval's confidence level and number of bootstrap resamples.
+    p_runs
+        Two-sided p-value of ``T_OVER_RUNS``, the runs' differences against
+        zero; None with fewer than two runs (and for a pooled success).
     """
 
     mean: float
@@ -73,6 +84,22 @@ class RunEstimate:
     test: str | None
     level: float
     draws: int
+    p_runs: float | None = None
+
+
+def t_over_runs(per_run: Sequence[float]) -> float | None:
+    """Two-sided p of a one-sample t-test of ``per_run`` against zero.
+
+    None with fewer than two runs. Runs that all show the same difference
+    leave no spread to scale by: p is 1.0 when that difference is zero and
+    0.0 otherwise (the t statistic's limit), where scipy would give NaN.
+    """
+    values = np.asarray(per_run, dtype=float)
+    if values.size < 2:
+        return None
+    if all_equal(values):
+        return 1.0 if values[0] == 0 else 0.0
+    return float(stats.ttest_1samp(values, 0.0).pvalue)
 
 
 def _table(
@@ -233,7 +260,8 @@ def paired_over_runs(
         Mean over runs of each run's paired difference (mean of ``a - b`` over
         its shared tasks), the crossed bootstrap interval, and the p-value of
         the sign-flip permutation test of the per-task differences averaged
-        over the runs that played each task: None with fewer than 2 runs.
+        over the runs that played each task, and ``p_runs``, the t-test of the
+        runs' differences: both None with fewer than 2 runs.
 
     Raises
     ------
@@ -268,4 +296,5 @@ def paired_over_runs(
         test=None if p_value is None else SIGN_FLIP_TASKS,
         level=level,
         draws=draws,
+        p_runs=t_over_runs(per_run),
     )
