@@ -19,7 +19,9 @@ tasks within their env, so each env keeps its share of the pool.
   (seeds), with a crossed bootstrap (runs, and one resample of the tasks
   within env shared by every drawn run, since seeds share their test tasks)
   and, for the paired case, a sign-flip test of the per-task differences
-  averaged over runs.
+  averaged over runs, and a t-test of the runs' own differences.
+- ``seed_mean`` / ``paired_seeds``: one number per seed (a run's accuracy),
+  the mean over seeds with its Student's t interval and t-test.
 """
 
 from __future__ import annotations
@@ -27,15 +29,19 @@ from __future__ import annotations
 from evoflow.stats.paired import PairedDifference, paired_difference
 from evoflow.stats.proportion import Estimate, Proportion, proportion, task_mean
 from evoflow.stats.runs import RunEstimate, paired_over_runs, pooled_over_runs
+from evoflow.stats.student import SeedMean, paired_seeds, seed_mean
 
 __all__ = [
     "Estimate",
     "PairedDifference",
     "Proportion",
     "RunEstimate",
+    "SeedMean",
     "paired_difference",
     "paired_over_runs",
+    "paired_seeds",
     "pooled_over_runs",
     "proportion",
+    "seed_mean",
     "task_mean",
 ]

@@ -29,7 +29,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from evoflow.stats._inputs import (
     Scores,
@@ -43,6 +42,7 @@ from evoflow.stats._inputs import (
 )
 from evoflow.stats.bootstrap import percentile_interval
 from evoflow.stats.paired import sign_flip_p
+from evoflow.stats.student import t_p_value
 
 SIGN_FLIP_TASKS = "sign-flip permutation over tasks (mean over runs)"
 T_OVER_RUNS = "one-sample t-test of the runs' differences"
@@ -85,21 +85,6 @@ class RunEstimate:
     level: float
     draws: int
     p_runs: float | None = None
-
-
-def t_over_runs(per_run: Sequence[float]) -> float | None:
-    """Two-sided p of a one-sample t-test of ``per_run`` against zero.
-
-    None with fewer than two runs. Runs that all show the same difference
-    leave no spread to scale by: p is 1.0 when that difference is zero and
-    0.0 otherwise (the t statistic's limit), where scipy would give NaN.
-    """
-    values = np.asarray(per_run, dtype=float)
-    if values.size < 2:
-        return None
-    if all_equal(values):
-        return 1.0 if values[0] == 0 else 0.0
-    return float(stats.ttest_1samp(values, 0.0).pvalue)
 
 
 def _table(
@@ -296,5 +281,5 @@ def paired_over_runs(
         test=None if p_value is None else SIGN_FLIP_TASKS,
         level=level,
         draws=draws,
-        p_runs=t_over_runs(per_run),
+        p_runs=t_p_value(per_run),
     )

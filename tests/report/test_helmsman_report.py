@@ -1,0 +1,69 @@
+"""Helmsman's tables over partition seeds: t intervals and seed-paired
+differences against FedAvg, on records worked by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from evoflow.report.helmsman import cell, comparisons_table
+
+
+def records(strategy: str, metrics: list[float | None]) -> list[dict]:
+    """One run.json record per seed; None: the run failed (no metric)."""
+    out = []
+    for seed, metric in enumerate(metrics):
+        record = {
+            "task": "Q4",
+            "strategy": strategy,
+            "seed": seed,
+            "verdict": "SUCCESS",
+        }
+        if metric is None:
+            record["verdict"] = "FAIL_RUNTIME"
+        else:
+            record["metric"] = metric
+        out.append(record)
+    return out
+
+
+def test_a_cell_is_the_mean_with_its_t_interval_over_seeds():
+    # 60, 70, 80: mean 70, sd 10; t(0.975, 2 df) = 4.3027, half-width 24.84
+    assert cell(records("fedavg", [60.0, 70.0, 80.0])) == "70.00 [45.16, 94.84]"
+    assert cell(records("fedavg", [60.0])) == "60.00"
+    assert cell(records("fedavg", [60.0, None])) == "FAIL_RUNTIME 1/2"
+
+
+def test_differences_against_fedavg_are_taken_within_each_seed():
+    # Prepare: the seeds' levels differ by 20 points; FedProx is 1 point ahead in
+    # every seed, FedNova (Q4's specialised) +3, -1, +1 (mean +1, sd 2,
+    # half-width 4.3027 * 2 / sqrt 3 = 4.97; t = sqrt 3 / 2 on 2 df, p = 1 -
+    # t / sqrt(2 + t^2) = 1 - sqrt(3 / 11))
+    found = {("Q4", "fedavg"): records("fedavg", [50.0, 70.0, 90.0]),
+             ("Q4", "fedprox"): records("fedprox", [51.0, 71.0, 91.0]),
+             ("Q4", "specialised"): records("fednova", [53.0, 69.0, 91.0])}  # fmt: skip
+
+    # Execute
+    header, prox, nova = comparisons_table(found, ["Q4"])
+
+    # Assert
+    assert header[1] == "A − FedAvg"
+    assert prox == [
+        "Q4",
+        "FedProx",
+        "3",
+        "+1.00",
+        "[+1.00, +1.00]",
+        "< 0.001",
+        "3 of 3",
+    ]
+    assert nova[:4] == ["Q4", "Specialised", "3", "+1.00"]
+    assert nova[4] == "[-3.97, +5.97]"
+    assert float(nova[5]) == pytest.approx(1 - (3 / 11) ** 0.5, abs=5e-4)
+    assert nova[6] == "2 of 3"
+
+
+def test_a_failed_seed_leaves_the_pair_out_of_that_seed():
+    found = {("Q4", "fedavg"): records("fedavg", [50.0, None, 90.0]),
+             ("Q4", "fedprox"): records("fedprox", [52.0, 71.0, 92.0])}  # fmt: skip
+    _, prox = comparisons_table(found, ["Q4"])
+    assert prox[2:4] == ["2", "+2.00"]
