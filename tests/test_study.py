@@ -3,6 +3,7 @@ config it studies, fresh seeds, one Snakemake run per seed."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -106,3 +107,35 @@ def test_a_failed_seed_stops_the_study_and_names_it(tmp_path, monkeypatch):
         assert "seed 100 failed" in str(error)
     else:
         raise AssertionError("a failed seed went unnoticed")
+
+
+def test_a_resumed_study_keeps_the_times_of_seeds_that_had_finished(
+    tmp_path, monkeypatch
+):
+    # Prepare: seed 100 ran before (600 s) and has nothing left to do; seed 101
+    # was timed too but a file of it is missing, so its dry run plans a job
+    study = study_of(load_config(STUDY))
+    record = study.record(tmp_path)
+    record.parent.mkdir(parents=True)
+    record.write_text(json.dumps({"config": STUDY, "seeds": {"100": 600.0,
+                                                             "101": 500.0}}))  # fmt: skip
+    runs = []
+
+    def fake_run(command, check, **kwargs):
+        seed = command[command.index("--config") + 1]
+        if "--dry-run" in command:
+            out = "Nothing to be done" if seed == "seed=100" else "Job stats: 1 job"
+            return subprocess.CompletedProcess(command, 0, stdout=out, stderr="")
+        runs.append(seed)
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr("evoflow.study.subprocess.run", fake_run)
+
+    # Execute
+    result = run_study(STUDY, reports=tmp_path)
+
+    # Assert: seed 100 not run, its time kept; every other seed run and retimed
+    assert runs == [f"seed={s}" for s in study.seeds if s != 100]
+    assert result["seeds"]["100"] == 600.0
+    assert result["seeds"]["101"] < 60  # the fake run's time, not the old 500
+    assert wall_seconds(study, tmp_path)[100] == 600.0

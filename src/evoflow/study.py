@@ -93,17 +93,22 @@ def run_study(
     path: str | Path, cores: int = 2, reports: str | Path = "reports"
 ) -> dict:
     """Run the workflow once per seed of the study config at ``path``; record
-    and return each seed's wall time (seeds already finished are rerun by
-    Snakemake only where something is missing)."""
+    and return each seed's wall time. A seed with nothing left to do (a
+    Snakemake dry run says so) that the record already timed is not run
+    again and keeps its time, so a resumed study reports what each seed cost,
+    not the seconds a finished seed takes to check."""
     config = load_config(path)
     study = study_of(config, str(path))
-    record = {"config": str(path), "seeds": {}}
+    record = {"config": str(path), "seeds": _timed(study, path, reports)}
     for seed in study.seeds:
-        started = time.perf_counter()
         command = [sys.executable, "-m", "snakemake", "--profile", "workflow/profiles/local",
                    "--cores", str(cores), "--configfile", str(path), "--config",
                    f"seed={seed}", f"experiment={study.experiment_of(seed)}"]  # fmt: skip
+        if str(seed) in record["seeds"] and _finished(command):
+            log.info("study %s: seed %d finished before", study.experiment, seed)
+            continue
         log.info("study %s: seed %d", study.experiment, seed)
+        started = time.perf_counter()
         done = subprocess.run(command, check=False)
         if done.returncode != 0:
             raise RuntimeError(f"study {study.experiment}: seed {seed} failed "
@@ -111,6 +116,22 @@ def run_study(
         record["seeds"][str(seed)] = round(time.perf_counter() - started, 1)
         write_json(study.record(reports), record)
     return record
+
+
+def _timed(study: Study, path: str | Path, reports: str | Path) -> dict[str, float]:
+    """The seeds' times a record of this same config already holds."""
+    found = study.record(reports)
+    if not found.is_file():
+        return {}
+    earlier = json.loads(found.read_text())
+    return dict(earlier.get("seeds", {})) if earlier.get("config") == str(path) else {}
+
+
+def _finished(command: list[str]) -> bool:
+    """Whether Snakemake has nothing to do for ``command`` (a dry run)."""
+    dry = subprocess.run([*command, "--dry-run"], check=False, capture_output=True,
+                         text=True)  # fmt: skip
+    return dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr
 
 
 def wall_seconds(study: Study, reports: str | Path = "reports") -> dict[int, float]:
