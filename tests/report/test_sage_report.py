@@ -40,7 +40,8 @@ def test_dynamics_reads_pool_size_per_step_and_accuracy_per_span(tmp_path):
             {"step": 2 * (span - 1) + i, "pool_size": s} for i, s in enumerate(sizes)
         ]
         if span == 2:  # span 1 is from before acceptances were counted
-            rows = [r | {"critic_accepted": 3 - i, "joined": 2 - 2 * i}
+            rows = [r | {"critic_accepted": 3 - i, "joined": 2 - 2 * i,
+                         "joined_in_template": 2 - 2 * i, "template_keys_right": 1 - i}
                     for i, r in enumerate(rows)]  # fmt: skip
         (tmp_path / f"s{span}.json").write_text(json.dumps({"steps": rows}))
     for r, acc in ((0, 0.2), (2, 0.3)):
@@ -51,8 +52,10 @@ def test_dynamics_reads_pool_size_per_step_and_accuracy_per_span(tmp_path):
     assert series["accuracy"] == {0: 20.0, 2 * 2: 30.0}
     assert (series["critic_accepted"], series["joined"]) == ({3: 3, 4: 2}, {3: 2, 4: 0})
     table = sage.acceptance_block({"SAGE": series}).splitlines()
-    assert (
-        table[0] == "| method | step | Critic score >= alpha | joined the pool | pool |"
-    )
-    assert table[2:] == ["| SAGE | 1 | – | – | 40 |", "| SAGE | 2 | – | – | 41 |",
-                         "| SAGE | 3 | 3 | 2 | 43 |", "| SAGE | 4 | 2 | 0 | 43 |"]  # fmt: skip
+    assert series["template_keys_right"] == {3: 1, 4: 0}
+    assert table[0] == ("| method | step | Critic score >= alpha | joined the pool | "
+                        "joined in a level-0 shape | of these, key right | pool |")  # fmt: skip
+    assert table[2:] == ["| SAGE | 1 | – | – | – | – | 40 |",
+                         "| SAGE | 2 | – | – | – | – | 41 |",
+                         "| SAGE | 3 | 3 | 2 | 2 | 1 | 43 |",
+                         "| SAGE | 4 | 2 | 0 | 0 | 0 | 43 |"]  # fmt: skip

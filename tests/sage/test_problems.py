@@ -10,6 +10,7 @@ from evoflow.sage.problems import (
     code_problem,
     humaneval,
     math_problem,
+    template_answer,
 )
 from evoflow.verify import MathVerifier, check_code
 
@@ -79,3 +80,25 @@ def test_bad_problems_are_named():
         Problem("m", "math", "2+2?")
     with pytest.raises(ValueError, match="math level must be one of"):
         math_problem(0, 9, 0)
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("Zara has 3 hats and finds 2 more. How many hats now?", 5),
+        ("Billy has 10 red apples and gives away 4. How many are left?", 6),
+        ("Mo has 7 cards and gets 12 more.", 19),
+        ("Mo has 2 cards and gives away 9.", -7),  # the shape's arithmetic, as asked
+        ("What is 3 + 4?", None),  # not a level-0 shape
+        ("Ann has 3 pens and finds 2 more, then has 5 cups and gives away 1.", None),
+        ("Ann has 3 pens and finds many more.", None),
+    ],
+)
+def test_a_level_zero_shape_is_read_back_to_its_answer(question, answer):
+    assert template_answer(question) == answer
+
+
+def test_every_generated_level_zero_problem_reads_back_to_its_own_answer():
+    for index in range(200):
+        problem = math_problem(7, 0, index)
+        assert template_answer(problem.question) == int(problem.answer), problem

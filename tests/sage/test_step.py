@@ -303,3 +303,24 @@ def test_the_control_samples_its_solver_answers_with_the_full_steps_seeds():
     assert len(full) == 2 and len(control) == 1  # difficulty, then Plan-Solve
     assert full[1] == control[0]
     assert full[0][1] != full[1][1]  # the difficulty probe has seeds of its own
+
+
+def test_the_step_audits_the_keys_of_admitted_questions_in_a_level_zero_shape(checker):
+    # three questions join (Critic 9): one in a level-0 shape with the right key
+    # (3 + 2 = 5), one in that shape with a wrong key (7), one in no such shape;
+    # a fourth, in the shape with a right key, is rejected (a repeat), so it
+    # is not counted
+    right = "<question>Zara has 3 hats and finds 2 more. How many?</question><answer>5</answer>"
+    replies = iter([right, right.replace("3 hats", "4 hats").replace(">5<", ">7<"),
+                    "<question>What is 6 times 1?</question><answer>6</answer>",
+                    right])  # fmt: skip
+
+    def ask(role, chats, purpose=None):
+        if role == "challenger":
+            return [Generation(next(replies), 1, 1) for _ in chats]
+        return scripted("", 9, 9)[0](role, chats, purpose)
+
+    result, pool = step(ask, checker, questions=4, planning=False)
+    m = result.metrics
+    assert m["joined"] == 3 and m["offers"]["duplicate"] == 1
+    assert (m["joined_in_template"], m["template_keys_right"]) == (2, 1)

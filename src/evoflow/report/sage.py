@@ -81,37 +81,45 @@ def tables_csv(results: Mapping[str, dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# Per-step counts of the Challenge phase, as the span metrics name them.
+COUNTS = ("critic_accepted", "joined", "joined_in_template", "template_keys_right")
+
+
 def dynamics(span_metrics: list[str | Path], evaluations: Mapping[int, str | Path],
              span_steps: int) -> dict:  # fmt: skip
     """Figure 3's series of one method: pool size after each step, held-out
     accuracy (%) at each evaluated round's last step, and per step the
     questions the Critic scored at or above alpha and those that joined the
-    pool (absent from span metrics written before they were counted)."""
-    pool, critic, joined = {}, {}, {}
+    pool, and of those the ones in a level-0 shape and with a right key (each
+    absent from span metrics written before it was counted)."""
+    pool = {}
+    counted = {key: {} for key in COUNTS}
     for path in span_metrics:
         for row in json.loads(Path(path).read_text())["steps"]:
             step = row["step"] + 1
             pool[step] = row["pool_size"]
-            if "joined" in row:
-                critic[step], joined[step] = row["critic_accepted"], row["joined"]
+            for key, values in counted.items():
+                if key in row:
+                    values[step] = row[key]
     accuracy = {round * span_steps: 100 * json.loads(Path(p).read_text())["overall"]
                 for round, p in evaluations.items()}  # fmt: skip
     return {
         "pool": dict(sorted(pool.items())),
         "accuracy": dict(sorted(accuracy.items())),
-        "critic_accepted": dict(sorted(critic.items())),
-        "joined": dict(sorted(joined.items())),
+        **{key: dict(sorted(values.items())) for key, values in counted.items()},
     }
 
 
 def acceptance_block(series: Mapping[str, dict]) -> str:
     """Per method and step: questions the Critic scored at or above alpha,
-    those that joined the pool, and the pool's size after the step."""
-    header = ["method", "step", "Critic score >= alpha", "joined the pool", "pool"]
+    those that joined the pool, of these the ones in a level-0 shape and the
+    ones among them whose key is right, and the pool's size after the step."""
+    header = ["method", "step", "Critic score >= alpha", "joined the pool",
+              "joined in a level-0 shape", "of these, key right", "pool"]  # fmt: skip
     lines = [md_row(header), md_row(["---"] * len(header))]
     for title, s in series.items():
         for step, size in s["pool"].items():
-            cells = [str(s[k].get(step, "–")) for k in ("critic_accepted", "joined")]
+            cells = [str(s[k].get(step, "–")) for k in COUNTS]
             lines.append(md_row([title, str(step), *cells, str(size)]))
     return "\n".join(lines)
 

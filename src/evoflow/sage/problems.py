@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 
@@ -66,6 +67,26 @@ def math_problem(seed: int, level: int, index: int) -> Problem:
     )
     return Problem(f"math-{level}-{index}", "math", question, str(answer),
                    solution=working, level=level)  # fmt: skip
+
+
+# The level-0 shapes read backwards, to audit a Challenger's answer key: "X has
+# A <items> and finds (gets, buys, receives) B more" asks A + B, "X has A
+# <items> and gives away B" asks A - B. Only a question in one of these shapes
+# has an answer we can know without solving it.
+_MORE = re.compile(
+    r"\bhas (\d+) [A-Za-z][A-Za-z ]*? and (?:finds|gets|buys|receives) (\d+) more\b"
+)
+_AWAY = re.compile(r"\bhas (\d+) [A-Za-z][A-Za-z ]*? and gives away (\d+)\b")
+
+
+def template_answer(question: str) -> int | None:
+    """The answer of a question in a level-0 shape (see above), else None."""
+    shapes = [(m, int.__add__) for m in _MORE.finditer(question)]
+    shapes += [(m, int.__sub__) for m in _AWAY.finditer(question)]
+    if len(shapes) != 1:  # none, or several quantities: not a one-step question
+        return None
+    found, op = shapes[0]
+    return op(int(found.group(1)), int(found.group(2)))
 
 
 def _single_digit(rng, who, item):

@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from evoflow.policy.base import Generation
 from evoflow.sage import rewards as R
 from evoflow.sage import roles
 from evoflow.sage.pool import Entry, Pool
-from evoflow.sage.problems import Problem
+from evoflow.sage.problems import Problem, template_answer
 from evoflow.sandbox import Limits
 from evoflow.verify.code import UnsplittableTest, check_code, code_helpers
 from evoflow.verify.maths import MathVerifier
@@ -169,6 +169,7 @@ def run_step(step: int, pool: Pool, ask: Ask, checker: Checker,
         calls += [*plan, *answers]
     metrics = _metrics(calls, offers, pool, times)
     metrics |= _acceptance(challenges, offers, settings)
+    metrics |= _key_audit(challenges, checker)
     metrics["verify_seconds"] = round(checker.seconds - verified, 3)
     return StepResult(calls, offers, metrics)
 
@@ -191,6 +192,28 @@ def _acceptance(challenges: list[dict], offers: dict, settings) -> dict:
         "joined": offers["accepted"],
         "join_rate": offers["accepted"] / max(asked, 1),
     }
+
+
+def _key_audit(challenges: list[dict], checker: Checker) -> dict:
+    """Of the maths questions that joined the pool, those in a level-0 shape
+    (``template_answer``: an answer known without solving) and, of these, those
+    whose key the verifier finds equal to that answer. A measurement only: the
+    loop admits a question whatever its key (as the paper does, unless
+    ``require_solved``)."""
+    shaped = right = 0
+    for c in challenges:
+        problem = c["problem"]
+        if c["call"].info.get("pool") != "accepted" or problem.kind != "math":
+            continue
+        expected = template_answer(problem.question)
+        if expected is None:
+            continue
+        shaped += 1
+        right += (
+            checker.correct(replace(problem, answer=str(expected)), problem.answer)
+            == 1.0
+        )
+    return {"joined_in_template": shaped, "template_keys_right": right}
 
 
 def _difficulty(challenges: list[dict], ask: Ask, checker: Checker, settings) -> None:
