@@ -54,6 +54,11 @@ def test_a_claim_is_pooled_over_the_seeds_that_finished(tmp_path):
     # whose two-sided p is 1 - 2 atan(t) / pi = 0.205 (Cauchy's CDF)
     assert found.estimate.p_runs == pytest.approx(1 - 2 * math.atan(3) / math.pi)
     assert "| 0.205 | 2 (1 missing) |" in text
+    # t interval over the two seeds: 37.5 -+ tan(0.475 pi) * 12.5 (Student's t
+    # with 1 df is Cauchy, whose 97.5 % quantile is tan(0.475 pi) = 12.706)
+    half = math.tan(0.475 * math.pi) * 12.5
+    assert f"| [{37.5 - half:+.1f}, {37.5 + half:+.1f}] |" in text
+    assert "| [-121.3, +196.3] |" in text
     assert "| 2 (1 missing) | 8 | 19 min |" in text
 
 

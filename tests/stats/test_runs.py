@@ -162,18 +162,19 @@ def test_the_runs_own_differences_get_a_t_test_worked_by_hand():
     # Execute
     result = paired_over_runs(a, b, draws=2000)
 
-    # Assert: the runs' p is over 0.05 though every run is ahead; the test over
-    # tasks, which holds the runs fixed, sees tasks 0-2 all ahead
+    # Assert: the runs' p is over 0.05 though every run is ahead; over tasks,
+    # three differ (means 1, 2/3, 1/3), all ahead: 2 of 8 sign flips
     t = 2 * 3**0.5
     assert result.per_run == pytest.approx((0.1, 0.2, 0.3))
     assert result.p_runs == pytest.approx(1 - t / (2 + t * t) ** 0.5, abs=1e-9)
     assert result.p_runs == pytest.approx(0.07418, abs=1e-5)
+    assert result.p_value == pytest.approx(2 / 8)
 
 
-def test_runs_that_agree_exactly_give_the_t_tests_limit_and_one_run_none():
+def test_runs_that_agree_exactly_give_no_t_test_unless_all_are_zero():
     b = run({"maze": [0, 0, 0, 0]})
     ahead = run({"maze": [1, 0, 0, 0]})
-    assert paired_over_runs([ahead] * 3, [b] * 3, draws=200).p_runs == 0.0
+    assert paired_over_runs([ahead] * 3, [b] * 3, draws=200).p_runs is None
     assert paired_over_runs([b] * 3, [b] * 3, draws=200).p_runs == 1.0
     assert paired_over_runs([ahead], [b], draws=200).p_runs is None
 

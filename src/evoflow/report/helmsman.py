@@ -79,8 +79,9 @@ def by_seed(records: list[dict]) -> dict[int, float]:
 
 def comparisons_table(found: dict, tasks: list[str]) -> list[list[str]]:
     """Per task, FedProx and the specialised method against FedAvg, seed by seed
-    (the same partition and initialisation): the mean difference in points, its
-    95 % t interval and the t-test's p over the seeds both finished."""
+    (seed k: the same data partition, client sampling and initialisation seed;
+    HeteroFL's wider model draws other weights): the mean difference in points,
+    its 95 % t interval and the t-test's p over the seeds both finished."""
     out = [["id", "A − FedAvg", "seeds", "mean (points)", "95 % interval", "p",
             "A ahead in"]]  # fmt: skip
     for task_id in tasks:

@@ -166,7 +166,9 @@ def asker(policy: Policy, adapters: dict[str, Path] | None, seed: int, step: int
         params = SamplingParams(
             temperature=TEMPERATURES[role], max_new_tokens=max_new_tokens
         )
-        seeds = [derive_seed(seed, "sage", step, purpose, i) for i in range(len(chats))]
+        seeds = [
+            derive_seed(seed, "sage", step, role, purpose, i) for i in range(len(chats))
+        ]
         where = None if adapters is None else str(adapters[role])
         return policy.generate(chats, params, adapter=where, seeds=seeds)
 

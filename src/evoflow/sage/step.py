@@ -237,6 +237,8 @@ def _difficulty(challenges: list[dict], ask: Ask, checker: Checker, settings) ->
 
 def _timer(ask: Ask, times: dict[str, float]) -> Ask:
     def timed(role: str, chats: list[roles.Chat], purpose: str) -> list[Generation]:
+        if purpose not in PURPOSES:
+            raise ValueError(f"{role}: unknown call purpose {purpose!r}")
         clock = time.perf_counter()
         replies = ask(role, chats, purpose) if chats else []
         if len(replies) != len(chats):

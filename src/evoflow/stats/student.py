@@ -1,11 +1,12 @@
 """A few seeds' measurements: Student's t, where the seed is the unit.
 
 Where each seed gives one number (a run's final accuracy, a run's paired
-difference) and the seeds are independent draws of everything random in the
-run (data partition, initialisation, sampling), the mean over seeds has a t
-interval on ``seeds - 1`` degrees of freedom, and a paired difference (A and B
-run with the same seed) a one-sample t-test of the per-seed differences
-(``scipy.stats``). With one seed there is neither.
+difference) and the seeds are independent draws of what the seed decides in
+the run, the mean over seeds has a t interval on ``seeds - 1`` degrees of
+freedom, and a paired difference (A and B run with the same seed) a
+one-sample t-test of the per-seed differences (``scipy.stats``). With one seed
+there is neither; with seeds that all gave the same non-zero number there is
+no spread to scale by, and no p-value either (an interval of no width).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from evoflow.stats._inputs import all_equal, check_level
+from evoflow.stats._inputs import EQUAL, all_equal, check_level
 
 
 @dataclass(frozen=True)
@@ -50,14 +51,15 @@ def t_p_value(values: Sequence[float]) -> float | None:
     """Two-sided p of a one-sample t-test of ``values`` against zero.
 
     None with fewer than two values. Values that are all equal leave no
-    spread to scale by: p is 1.0 when they are zero and 0.0 otherwise (the t
-    statistic's limit), where scipy would give NaN.
+    spread to scale by: p is 1.0 when they are all zero, and None otherwise
+    (scipy would give NaN; claiming certainty from two or three identical
+    numbers would read more into them than they hold).
     """
     array = np.asarray(values, dtype=float)
     if array.size < 2:
         return None
     if all_equal(array):
-        return 1.0 if array[0] == 0 else 0.0
+        return 1.0 if abs(float(array.mean())) <= EQUAL else None
     return float(stats.ttest_1samp(array, 0.0).pvalue)
 
 
