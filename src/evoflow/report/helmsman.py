@@ -3,8 +3,11 @@ synthetics standing in for the paper's data sets, ``evoflow.helmsman.
 partitions``):
 
 - Tables 2–4: each task's metric for FedAvg, FedProx, the specialised
-  method where we have it, and the agents' codebase ("Ours"). The paper's
-  value cells are missing from our copy, so no paper number is printed there.
+  method where we have it, and the agents' codebase ("Ours"), as the mean
+  over partition seeds with its 95 % t interval. The paper's value cells are
+  missing from our copy, so no paper number is printed there.
+- FedProx and the specialised method against FedAvg, seed by seed: the mean
+  difference, its t interval and the t-test's p (Markdown only).
 - Table 5 (Q16, continual learning): the paper's rows beside ours (average
   task accuracy, and forgetting on a 0–1 scale). FedWeIT evaluates each task
   with that task's own parameters (it is told the task); the other methods
