@@ -72,6 +72,21 @@ def test_the_agentevol_study_is_its_config_against_bc_and_the_matched_control():
     assert len(found.seeds) >= 5 and base["seed"] not in found.seeds
 
 
+def test_the_helmsman_study_is_its_benchmark_over_fresh_partition_seeds():
+    base = load_config("config/helmsman.yaml")
+    study = load_config("config/study/helmsman.yaml")
+    assert {k: v for k, v in study.items() if k not in ("experiment", "helmsman")} == {
+        k: v for k, v in base.items() if k not in ("experiment", "helmsman")
+    }
+    bench, fresh = base["helmsman"]["bench"], study["helmsman"]["bench"]
+    assert {k: v for k, v in fresh.items() if k != "seeds"} == {
+        k: v for k, v in bench.items() if k != "seeds"
+    }
+    assert len(fresh["seeds"]) >= 3 and not set(fresh["seeds"]) & set(bench["seeds"])
+    assert study["helmsman"]["agents"] is None  # baselines only
+    assert study["helmsman"]["tasks"] == base["helmsman"]["tasks"]  # all 16
+
+
 def test_study_runs_snakemake_once_per_seed_under_its_own_name(tmp_path, monkeypatch):
     # Prepare: Snakemake's process is replaced by a recorder
     calls = []
