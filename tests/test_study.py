@@ -72,6 +72,35 @@ def test_the_agentevol_study_is_its_config_against_bc_and_the_matched_control():
     assert len(found.seeds) >= 5 and base["seed"] not in found.seeds
 
 
+def test_the_rl_study_names_its_estimator_and_matches_the_interaction_budget():
+    base = load_config("config/agentgym_rl.yaml")
+    study = load_config("config/study/agentgym_rl.yaml")
+    kept = ("experiment", "study", "methods", "fed", "rl")
+    assert {k: v for k, v in study.items() if k not in kept} == {
+        k: v for k, v in base.items() if k not in kept
+    }
+    trainer = dict(study["rl"]["trainer"])
+    assert trainer.pop("estimator") == "grpo"
+    assert {**study["rl"], "trainer": trainer} == base["rl"]
+    methods = study["methods"]
+    assert methods["scalinginter_rl"] == base["methods"]["scalinginter_rl"]
+    assert methods["agenttraj_sft"] == base["methods"]["agenttraj_sft"]
+    # the same most turns per sampled episode: ScalingInter's phases against
+    # the fixed short horizon's steps
+    rl = study["rl"]
+    phases = [rl["phase_steps"]] * (len(rl["horizons"]) - 1)
+    phases.append(rl["steps"] - sum(phases))
+    growing = sum(h * n for h, n in zip(rl["horizons"], phases, strict=True))
+    fixed = methods["fixed_short_matched"]["rl"]
+    assert fixed["horizon"] * fixed["steps"] == growing == 24
+    found = study_of(study, "config/study/agentgym_rl.yaml")
+    assert [(c.a, c.b) for c in found.claims] == [
+        ("scalinginter_rl", "agenttraj_sft"),
+        ("scalinginter_rl", "fixed_short_matched"),
+    ]
+    assert len(found.seeds) >= 5 and base["seed"] not in found.seeds
+
+
 def test_the_helmsman_study_is_its_benchmark_over_fresh_partition_seeds():
     base = load_config("config/helmsman.yaml")
     study = load_config("config/study/helmsman.yaml")
