@@ -18,6 +18,13 @@ from evoflow.verify import MathVerifier, check_code
 def test_math_problems_are_seeded_and_hold_their_answers():
     assert math_problem(0, 3, 7) == math_problem(0, 3, 7)
     assert math_problem(0, 3, 7) != math_problem(1, 3, 7)
+    # another seed's problem at the same index is another problem, so another id
+    # (a study pools seeds by pairing problems on their ids)
+    assert (math_problem(0, 3, 7).id, math_problem(1, 3, 7).id) == (
+        "math-3-s0-7",
+        "math-3-s1-7",
+    )
+    assert (code_problem(0, 2).id, code_problem(5, 2).id) == ("code-s0-2", "code-s5-2")
     # Hand-check one of each level by re-reading its numbers
     one = math_problem(0, 1, 0)
     words = [w.strip(".?%") for w in one.question.split()]

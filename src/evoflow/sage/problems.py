@@ -65,7 +65,9 @@ def math_problem(seed: int, level: int, index: int) -> Problem:
     question, answer, working = MATH_LEVELS[level](
         rng, rng.choice(NAMES), rng.choice(ITEMS)
     )
-    return Problem(f"math-{level}-{index}", "math", question, str(answer),
+    # The seed is in the id: another seed's problem at this index is another
+    # problem, and pooling over seeds pairs problems by id.
+    return Problem(f"math-{level}-s{seed}-{index}", "math", question, str(answer),
                    solution=working, level=level)  # fmt: skip
 
 
@@ -157,7 +159,7 @@ def code_problem(seed: int, index: int, n_tests: int = 4) -> Problem:
         args = draw(rng)
         expected = reference[name](*args)
         tests.append(f"assert {name}({', '.join(map(repr, args))}) == {expected!r}")
-    return Problem(f"code-{index}", "code", text, tests=tuple(tests),
+    return Problem(f"code-s{seed}-{index}", "code", text, tests=tuple(tests),
                    solution=solution, level=level)  # fmt: skip
 
 
