@@ -9,26 +9,32 @@ verifier rewards, per-role whitening, Task-Relative REINFORCE++ on the LoRA) and
 the real evaluation (``evaluate_solver``) on the embedded model, with the
 embedded config's settings (``config/sage.yaml``: level-0 maths, 8 questions × 8
 Solver samples a step, planning off, lr 2e-4), except that only the Solver
-trains, so one shared adapter stands for the config's per-role ones.
+trains (one shared adapter stands for the config's per-role ones), replies are
+capped at 48 tokens (the config: 96, and 64 to evaluate), and the warm-up.
 
-The warm-up teaches the Solver's format on WARM_DEMOS of the 40 seed
-demonstrations (two epochs at lr 1e-3) and leaves it the other 30 to learn.
-Warmed up on all 40, it answers about 90 % of its training samples right from
-the first step at an entropy of 0.02–0.08 a token: most groups of 8 carry no
-advantage, and whether held-out pass@1 rose within 6 steps depended on the
-sampling seeds (trainer seed 0: 26 / 27 / 28 / 27 problems after 0 / 2 / 4 / 6
-steps, a failure; seed 1: 26 / 27 / 28 / 32 / 32 after 8).
+The warm-up teaches the Solver's format on the first WARM_DEMOS of the 40 seed
+demonstrations (two epochs at lr 1e-3); the RL then samples all 40, most of
+which the Solver has not been shown. The config's warm-up (all 40, one epoch) is
+not what this guards: warmed up so, the Solver answers about 90 % of its
+training samples right from the first step at an entropy of 0.02–0.08 a token,
+most groups of 8 carry no advantage, and whether held-out pass@1 rose depended
+on the sampling seeds (trainer seed 0: 26 / 27 / 28 / 27 problems after 0 / 2 /
+4 / 6 steps, a failure; seed 1: 26 / 27 / 28 / 32 after 6). SAGE's five-seed
+study points the same way: the config's Solver RL on the seed pool ends 5.75 points
+below its warm-up, not resolved (``docs/notes/2026-12-06-sage-study.md``).
 
 Held-out pass@1 (40 level-0 problems, none sharing a fact with a seed problem:
 ``evoflow.sage.facts``) is read after 2, 4 and 6 steps; the test passes at the
 first checkpoint that reaches the warm-up Solver's + GAIN problems. Measured on
 a 2-core bf16 machine (one thread, beside other jobs), problems solved after
-0 / 2 / 4 / 6 / 8 steps with trainer seed 0 (the test's): 18 / 27 / 29 / 29 / 30; with
-seed 1, 18 / 24 after 2 steps. Either passes after 2 steps.
+0 / 2 / 4 / 6 steps with trainer seed 0 (the test's): 18 / 27 / 29 / 29 (30 after 8);
+with seed 1, 18 / 24 after 2 steps (one above the bar). Either passes after 2 steps.
 
-Broken once on purpose (the Solver's reward negated: the span's checker
-returning ``1 - correct``, the evaluation's unchanged): 18 / 13 after 2 steps,
-and the test fails.
+Broken once on purpose, the span's checker changed (the evaluation's not): the
+reward negated (``1 - correct``): 18 / 13 after 2 steps, and the test fails;
+the reward made irrelevant (a coin that comes up 1 six times in ten, whatever
+the answer): 18 / 17 / 15 / 17 after 0 / 2 / 4 / 6 steps, and the test fails, so
+a half-taught Solver does not reach the bar by steadying its format alone.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from evoflow.verify import MathVerifier, check_code
 
 def test_math_problems_are_seeded_and_hold_their_answers():
     assert math_problem(0, 3, 7) == math_problem(0, 3, 7)
-    assert math_problem(0, 3, 7) != math_problem(1, 3, 7)
+    assert math_problem(0, 3, 7).question != math_problem(1, 3, 7).question
     # another seed's problem at the same index is another problem, so another id
     # (a study pools seeds by pairing problems on their ids)
     assert (math_problem(0, 3, 7).id, math_problem(1, 3, 7).id) == (

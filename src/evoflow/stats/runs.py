@@ -1,14 +1,16 @@
 """Pooling several runs (seeds) of one evaluation: a crossed bootstrap.
 
 Two sources of chance stack up: which run (seed) came out, and which tasks the
-test set holds. Runs of one config draw their test tasks from the same small
-pools, so they share most tasks; resampling each run's tasks on its own would
+test set holds. Runs of one config often draw their test tasks from the same
+small pools, so they share tasks; resampling each run's tasks on its own would
 count a shared task's luck as if each seed had met it afresh and make the
 interval too narrow. The crossed bootstrap draws both factors once per
 resample: the runs with replacement, and one resample of the union of task
 keys within each env, applied to every drawn run (each over the tasks it
-played). The statistic is the mean over the drawn runs of each run's pooled
-success (or paired difference). The resamples are drawn with numpy:
+played). A task key must name one task in every run (runs that draw their own
+problems, as SAGE's seeds do, give them ids of their own and share none). The
+statistic is the mean over the drawn runs of each run's pooled success (or
+paired difference). The resamples are drawn with numpy:
 ``scipy.stats.bootstrap`` has no crossed scheme.
 
 A paired comparison carries two p-values, one per source of chance. The
