@@ -30,7 +30,7 @@ a 2-core bf16 machine (one thread, beside other jobs), problems solved after
 0 / 2 / 4 / 6 steps with trainer seed 0 (the test's): 18 / 27 / 29 / 29 (30 after 8);
 with seed 1, 18 / 24 after 2 steps (one above the bar). Either passes after 2 steps.
 
-Broken once on purpose, the span's checker changed (the evaluation's not): the
+Broken twice on purpose, the span's checker changed (the evaluation's not): the
 reward negated (``1 - correct``): 18 / 13 after 2 steps, and the test fails;
 the reward made irrelevant (a coin that comes up 1 six times in ten, whatever
 the answer): 18 / 17 / 15 / 17 after 0 / 2 / 4 / 6 steps, and the test fails, so
