@@ -128,6 +128,7 @@ rule helm_report:
     output:
         tables=f"{REPORTS}/helmsman_tables.md",
         csv=f"{REPORTS}/helmsman_tables.csv",
+        comparisons=f"{REPORTS}/helmsman_comparisons.csv",
     log:
         f"{LOGS}/helmsman/report.log",
     params:

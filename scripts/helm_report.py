@@ -14,5 +14,9 @@ log_to(sys.stderr)
 write_report(
     snakemake.params.folder,
     snakemake.params.settings,
-    {"tables": snakemake.output.tables, "csv": snakemake.output.csv},
+    {
+        "tables": snakemake.output.tables,
+        "csv": snakemake.output.csv,
+        "comparisons": snakemake.output.comparisons,
+    },
 )

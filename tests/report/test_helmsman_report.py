@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from evoflow.report.helmsman import cell, comparisons_table
+from evoflow.report.helmsman import cell, comparisons_csv, comparisons_table
 
 
 def records(strategy: str, metrics: list[float | None]) -> list[dict]:
@@ -55,11 +55,30 @@ def test_differences_against_fedavg_are_taken_within_each_seed():
         "[+1.00, +1.00]",
         "–",  # the same +1 in every seed: no spread, no t-test
         "3 of 3",
+        "not resolved",  # no test, no verdict
     ]
     assert nova[:4] == ["Q4", "Specialised", "3", "+1.00"]
     assert nova[4] == "[-3.97, +5.97]"
     assert float(nova[5]) == pytest.approx(1 - (3 / 11) ** 0.5, abs=5e-4)
     assert nova[6] == "2 of 3"
+    assert nova[7] == "not resolved"  # p = 0.48
+
+
+def test_a_verdict_needs_the_interval_clear_of_zero_and_p_below_005():
+    # FedNova +3, +5, +4 over FedAvg: mean 4, sd 1, half-width 4.3027 / sqrt 3
+    # = 2.484; t = 4 sqrt 3 = 6.928 on 2 df, p = 1 - t / sqrt(2 + t^2) = 0.0202.
+    # FedProx -4, -5, -3: the mirror image, behind.
+    found = {("Q4", "fedavg"): records("fedavg", [50.0, 70.0, 90.0]),
+             ("Q4", "fedprox"): records("fedprox", [46.0, 65.0, 87.0]),
+             ("Q4", "specialised"): records("fednova", [53.0, 75.0, 94.0])}  # fmt: skip
+    _, prox, nova = comparisons_table(found, ["Q4"])
+    assert nova[3:] == ["+4.00", "[+1.52, +6.48]", "0.020", "3 of 3", "ahead of FedAvg"]
+    assert prox[3:] == ["-4.00", "[-6.48, -1.52]", "0.020", "0 of 3", "behind FedAvg"]
+    lines = comparisons_csv(found, ["Q4"]).splitlines()
+    assert lines[0] == "task,problem,column,method,seeds,mean,low,high,p,ahead,verdict"
+    assert lines[2] == (
+        "Q4,Domain Shift,specialised,FedNova,3,4.0000,1.5159,6.4841,0.0202,3,ahead of FedAvg"
+    )
 
 
 def test_a_failed_seed_leaves_the_pair_out_of_that_seed():

@@ -9,7 +9,7 @@ import pytest
 
 from evoflow.config import validate_config
 from evoflow.errors import ConfigError
-from evoflow.report.phenomena import markdown, measure, verdict
+from evoflow.report.phenomena import markdown, measure, phenomena_report, verdict
 from evoflow.stats import RunEstimate
 from evoflow.study import Claim, study_of
 
@@ -107,3 +107,34 @@ def test_a_claim_whose_method_a_seed_lacks_is_named_not_fatal(tmp_path):
     assert first.estimate is not None and first.problem == ""
     assert second.estimate is None and "'local' is not in" in second.problem
     assert "'local' is not in" in markdown([first, second])
+
+
+def test_helmsmans_study_is_a_section_of_its_own(tmp_path):
+    # Prepare: the study config's report holds two tasks' differences against
+    # FedAvg (worked as in tests/report/test_helmsman_report.py): Q4's FedNova
+    # +4 [+1.5, +6.5] p 0.020 over three seeds, FedProx a constant +1 (no test)
+    config = "config/study/helmsman.yaml"
+    folder = tmp_path / "study-helmsman"
+    folder.mkdir()
+    (folder / "helmsman_comparisons.csv").write_text(
+        "task,problem,column,method,seeds,mean,low,high,p,ahead,verdict\n"
+        "Q4,Domain Shift,fedprox,FedProx,3,1.0000,,,,3,not resolved\n"
+        "Q4,Domain Shift,specialised,FedNova,3,4.0000,1.5159,6.4841,0.0202,3,"
+        "ahead of FedAvg\n"
+    )
+
+    # Execute
+    text = phenomena_report([config], tmp_path)
+    absent = phenomena_report([config], tmp_path / "nothing")
+
+    # Assert: the specialised row with its interval, FedProx in one sentence,
+    # no claims table (the config has no claims)
+    assert text.startswith("## study-helmsman: AgentFL-Bench's baselines")
+    row = "| Q4 | Domain Shift | FedNova | +4.0 | [+1.5, +6.5] | 0.020 | 3 of 5 | ahead of FedAvg |"
+    assert row in text
+    assert (
+        "FedProx − FedAvg on 1 task: 0 resolved, the largest mean difference 1.00"
+        in text
+    )
+    assert "Paper's claim" not in text
+    assert "Not run:" in absent and "helmsman_comparisons.csv is missing" in absent

@@ -44,4 +44,5 @@ def reports(reports_folder: str, settings: dict) -> list[str]:
     return [
         f"{reports_folder}/helmsman_tables.md",
         f"{reports_folder}/helmsman_tables.csv",
+        f"{reports_folder}/helmsman_comparisons.csv",
     ]

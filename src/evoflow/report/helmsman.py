@@ -27,6 +27,7 @@ import csv
 import io
 import json
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -37,9 +38,9 @@ from evoflow.helmsman.benchmark import SPECIALISED
 from evoflow.helmsman.layout import agent_tasks, runs
 from evoflow.helmsman.llm import usage
 from evoflow.provenance import REPO_ROOT
-from evoflow.report.evidence import p_text
+from evoflow.report.evidence import ALPHA, p_text
 from evoflow.report.tables import md_row
-from evoflow.stats import paired_seeds, seed_mean
+from evoflow.stats import SeedMean, paired_seeds, seed_mean
 
 REFERENCE = REPO_ROOT / "data" / "reference"
 COLUMNS = ("fedavg", "fedprox", "specialised", "generated")
@@ -80,26 +81,74 @@ def by_seed(records: list[dict]) -> dict[int, float]:
     return {int(r["seed"]): float(r["metric"]) for r in records if "metric" in r}
 
 
-def comparisons_table(found: dict, tasks: list[str]) -> list[list[str]]:
+@dataclass(frozen=True)
+class Comparison:
+    """One method against FedAvg on one task, over the seeds both finished."""
+
+    task: str
+    column: str  # "fedprox" or "specialised"
+    method: str  # the method's own name (FedProx, FedPer, ...)
+    seeds: int
+    difference: SeedMean  # points, A − FedAvg
+    ahead: int  # seeds where A scored above FedAvg
+
+    @property
+    def verdict(self) -> str:
+        """The project's rule: the t interval excludes zero and p < 0.05."""
+        d = self.difference
+        if d.p_value is None or d.p_value >= ALPHA:
+            return "not resolved"
+        return "ahead of FedAvg" if d.low > 0 else "behind FedAvg"
+
+
+def comparisons(found: dict, tasks: list[str]) -> list[Comparison]:
     """Per task, FedProx and the specialised method against FedAvg, seed by seed
     (seed k: the same data partition, client sampling and initialisation seed;
     HeteroFL's wider model draws other weights): the mean difference in points,
     its 95 % t interval and the t-test's p over the seeds both finished."""
-    out = [["id", "A − FedAvg", "seeds", "mean (points)", "95 % interval", "p",
-            "A ahead in"]]  # fmt: skip
+    out = []
     for task_id in tasks:
         base = by_seed(found.get((task_id, "fedavg"), []))
         for column in ("fedprox", "specialised"):
-            other = by_seed(found.get((task_id, column), []))
+            runs = found.get((task_id, column), [])
+            other = by_seed(runs)
             seeds = sorted(set(base) & set(other))
             if not seeds:
                 continue
             d = paired_seeds([other[k] for k in seeds], [base[k] for k in seeds])
-            ahead = sum(other[k] > base[k] for k in seeds)
-            span = "–" if d.low is None else f"[{d.low:+.2f}, {d.high:+.2f}]"
-            out.append([task_id, TITLES[column], str(len(seeds)), f"{d.mean:+.2f}",
-                        span, p_text(d.p_value), f"{ahead} of {len(seeds)}"])  # fmt: skip
+            method = "FedProx" if column == "fedprox" else get_task(task_id).specialised
+            out.append(Comparison(task_id, column, method, len(seeds), d,
+                                  sum(other[k] > base[k] for k in seeds)))  # fmt: skip
     return out
+
+
+def comparisons_table(found: dict, tasks: list[str]) -> list[list[str]]:
+    """``comparisons`` as table rows (the Markdown report's)."""
+    out = [["id", "A − FedAvg", "seeds", "mean (points)", "95 % interval", "p",
+            "A ahead in", "verdict"]]  # fmt: skip
+    for c in comparisons(found, tasks):
+        d = c.difference
+        span = "–" if d.low is None else f"[{d.low:+.2f}, {d.high:+.2f}]"
+        out.append([c.task, TITLES[c.column], str(c.seeds), f"{d.mean:+.2f}", span,
+                     p_text(d.p_value), f"{c.ahead} of {c.seeds}", c.verdict])  # fmt: skip
+    return out
+
+
+def comparisons_csv(found: dict, tasks: list[str]) -> str:
+    """``comparisons`` as numbers, for ``evoflow phenomena`` (empty cells where
+    the seeds' differences have no spread)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["task", "problem", "column", "method", "seeds", "mean", "low",
+                     "high", "p", "ahead", "verdict"])  # fmt: skip
+    problems = {r["id"]: r["problem"] for r in _reference("tab2to4_rows")}
+    for c in comparisons(found, tasks):
+        d = c.difference
+        numbers = [d.mean, d.low, d.high, d.p_value]
+        writer.writerow([c.task, problems[c.task], c.column, c.method, c.seeds,
+                         *("" if x is None else f"{x:.4f}" for x in numbers),
+                         c.ahead, c.verdict])  # fmt: skip
+    return buffer.getvalue()
 
 
 def main_table(found: dict, tasks: list[str]) -> list[list[str]]:
@@ -181,7 +230,8 @@ def _markdown(rows: list[list[str]]) -> str:
 
 
 def write_report(folder: str, settings: dict, outputs: dict[str, str]) -> None:
-    """Write ``outputs['tables']`` (Markdown) and ``outputs['csv']``."""
+    """Write ``outputs['tables']`` (Markdown), ``outputs['csv']`` (Tables 2–4)
+    and ``outputs['comparisons']`` (the differences against FedAvg)."""
     found, tasks = collect(folder, settings), list(settings["tasks"])
     bench = settings["bench"]
     parts = [
@@ -198,8 +248,9 @@ def write_report(folder: str, settings: dict, outputs: dict[str, str]) -> None:
         "## Tables 2–4", _markdown(main_table(found, tasks)),
         "## Against FedAvg, seed by seed",
         "Each seed runs every baseline on the same partition; a difference is taken "
-        "within the seed, so the seeds' shared luck cancels. A method is ahead only "
-        "where the interval excludes zero.",
+        "within the seed, so the seeds' shared luck cancels. A method is ahead (or "
+        "behind) only where the t interval excludes zero and p < 0.05; with one test "
+        "per row, about one row in twenty would pass that by chance alone.",
         _markdown(comparisons_table(found, tasks)),
         "## Baselines completed", _markdown(completion_table(found, tasks)),
     ]  # fmt: skip
@@ -214,3 +265,4 @@ def write_report(folder: str, settings: dict, outputs: dict[str, str]) -> None:
     buffer = io.StringIO()
     csv.writer(buffer).writerows(main_table(found, tasks))
     write_text(outputs["csv"], buffer.getvalue())
+    write_text(outputs["comparisons"], comparisons_csv(found, tasks))

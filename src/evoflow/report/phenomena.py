@@ -10,16 +10,19 @@ zero in the paper's direction and both p < 0.05, is **reversed** when it
 excludes zero the other way with both p < 0.05, and is otherwise **not
 resolved at this scale** — the t interval over seeds says how large an effect
 the study could have missed (with a handful of seeds the bootstrap cannot
-reach past the seeds' own range, so it is the narrower of the two). Both tests must agree because each holds one source of
-chance fixed: the test over tasks treats every seed's training chain as given
-(one chain's luck, shared by all its tasks, would pass it), the test over
-seeds asks whether a new chain would show the difference (and needs two
-seeds or more). ``evoflow phenomena
-config/study/*.yaml`` writes ``reports/phenomena.md``.
+reach past the seeds' own range, so it is the narrower of the two). Both
+tests must agree because each holds one source of chance fixed: the test over
+tasks treats every seed's training chain as given (one chain's luck, shared by
+all its tasks, would pass it), the test over seeds asks whether a new chain
+would show the difference (and needs two seeds or more). Helmsman's study has
+no paper claim (its agents do not run): its section lists each task's
+specialised method against FedAvg over the partition seeds.
+``evoflow phenomena config/study/*.yaml`` writes ``reports/phenomena.md``.
 """
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,11 +118,57 @@ def _t_interval(estimate: RunEstimate) -> str:
     return "–" if t.low is None else f"[{100 * t.low:+.1f}, {100 * t.high:+.1f}]"
 
 
+def helmsman_section(experiment: str, seeds: Sequence[int],
+                     reports: str | Path = "reports") -> str:  # fmt: skip
+    """Helmsman's study (``config/study/helmsman.yaml``): not a paper's claim
+    (the agents do not run) but AgentFL-Bench's baselines over partition seeds,
+    read from its report's ``helmsman_comparisons.csv``."""
+    path = Path(reports) / experiment / "helmsman_comparisons.csv"
+    title = f"## {experiment}: AgentFL-Bench's baselines against FedAvg"
+    if not path.is_file():
+        return f"{title}\n\nNot run: {path} is missing.\n"
+    with open(path, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    header = ["Task", "Problem", "A − FedAvg", "Points", "95 % interval (t, seeds)",
+              "p (seeds)", "Seeds", "Verdict"]  # fmt: skip
+    lines = [md_row(header), md_row(["---"] * len(header))]
+    for r in (r for r in rows if r["column"] == "specialised"):
+        span = (
+            "–"
+            if not r["low"]
+            else f"[{float(r['low']):+.1f}, {float(r['high']):+.1f}]"
+        )
+        p = p_text(float(r["p"])) if r["p"] else "–"
+        lines.append(md_row([r["task"], r["problem"], r["method"],
+                             f"{float(r['mean']):+.1f}", span, p,
+                             f"{r['seeds']} of {len(seeds)}", r["verdict"]]))  # fmt: skip
+    prox = [r for r in rows if r["column"] == "fedprox"]
+    resolved = [r for r in prox if r["verdict"] != "not resolved"]
+    largest = max((abs(float(r["mean"])) for r in prox), default=0.0)
+    summary = (
+        f"FedProx − FedAvg on {len(prox)} task{'s' * (len(prox) != 1)}: "
+        f"{len(resolved)} resolved, the "
+        f"largest mean difference {largest:.2f} points. Each row is one task's "
+        "difference over the partition seeds both finished (the project's rule: "
+        "the t interval excludes zero and p < 0.05); with one test per row, about "
+        "one row in twenty would pass by chance alone."
+    )
+    return "\n\n".join([title, "\n".join(lines), summary]) + "\n"
+
+
 def phenomena_report(
     configs: Sequence[str | Path], reports: str | Path = "reports"
 ) -> str:
-    """The report of every study config in ``configs``."""
-    rows = []
+    """The report of every study config in ``configs`` (Helmsman's, which has
+    no claims, as a section of its own)."""
+    rows, sections = [], []
     for path in configs:
-        rows += measure(study_of(load_config(path), str(path)), reports)
-    return markdown(rows)
+        config = load_config(path)
+        bench = (config.get("helmsman") or {}).get("bench") or {}
+        if not config.get("study") and bench.get("seeds"):
+            sections.append(
+                helmsman_section(config["experiment"], bench["seeds"], reports)
+            )
+            continue
+        rows += measure(study_of(config, str(path)), reports)
+    return "\n".join(([markdown(rows)] if rows else []) + sections)
