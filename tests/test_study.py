@@ -114,6 +114,8 @@ def test_the_helmsman_study_is_its_benchmark_over_fresh_partition_seeds():
     assert len(fresh["seeds"]) >= 3 and not set(fresh["seeds"]) & set(bench["seeds"])
     assert study["helmsman"]["agents"] is None  # baselines only
     assert study["helmsman"]["tasks"] == base["helmsman"]["tasks"]  # all 16
+    # marked as a study (evoflow phenomena reports it); its base is not one
+    assert study["helmsman"]["study"] and not base["helmsman"]["study"]
 
 
 def test_study_runs_snakemake_once_per_seed_under_its_own_name(tmp_path, monkeypatch):

@@ -66,6 +66,12 @@ class Study:
 def study_of(config: dict, source: str = "config") -> Study:
     """The ``study`` section of a validated config, its names checked."""
     section = config.get("study")
+    if not section and (config.get("helmsman") or {}).get("study"):
+        raise ConfigError(
+            f"{source}: Helmsman's baseline study runs its seeds inside one experiment "
+            f"(snakemake --profile workflow/profiles/local --configfile {source}) and "
+            "has no claims; `evoflow phenomena` reports it, `evoflow study` does not run it"
+        )
     if not section:
         raise ConfigError(f"{source}: no 'study' section (seeds and claims)")
     seeds = tuple(section["seeds"])

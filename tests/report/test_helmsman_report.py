@@ -66,7 +66,7 @@ def test_differences_against_fedavg_are_taken_within_each_seed():
 
 def test_a_verdict_needs_the_interval_clear_of_zero_and_p_below_005():
     # FedNova +3, +5, +4 over FedAvg: mean 4, sd 1, half-width 4.3027 / sqrt 3
-    # = 2.484; t = 4 sqrt 3 = 6.928 on 2 df, p = 1 - t / sqrt(2 + t^2) = 0.0202.
+    # = 2.484; t = 4 sqrt 3 = 6.928 on 2 df, p = 1 - t / sqrt(2 + t^2) = 0.0202041.
     # FedProx -4, -5, -3: the mirror image, behind.
     found = {("Q4", "fedavg"): records("fedavg", [50.0, 70.0, 90.0]),
              ("Q4", "fedprox"): records("fedprox", [46.0, 65.0, 87.0]),
@@ -77,8 +77,29 @@ def test_a_verdict_needs_the_interval_clear_of_zero_and_p_below_005():
     lines = comparisons_csv(found, ["Q4"]).splitlines()
     assert lines[0] == "task,problem,column,method,seeds,mean,low,high,p,ahead,verdict"
     assert lines[2] == (
-        "Q4,Domain Shift,specialised,FedNova,3,4.0000,1.5159,6.4841,0.0202,3,ahead of FedAvg"
+        "Q4,Domain Shift,specialised,FedNova,3,4.0000,1.5159,6.4841,0.0202041,3,"
+        "ahead of FedAvg"
     )
+
+
+def test_a_two_sided_p_between_005_and_010_is_not_resolved():
+    # FedProx +1, +2, +3: mean 2, sd 1, interval 2 -+ 2.484 = [-0.48, +4.48];
+    # t = 2 sqrt 3 = 3.464, two-sided p = 1 - t / sqrt 14 = 0.0742 (one-sided
+    # 0.037 would pass). FedNova scores FedAvg's metric in every seed.
+    found = {("Q4", "fedavg"): records("fedavg", [50.0, 70.0, 90.0]),
+             ("Q4", "fedprox"): records("fedprox", [51.0, 72.0, 93.0]),
+             ("Q4", "specialised"): records("fednova", [50.0, 70.0, 90.0])}  # fmt: skip
+    _, prox, nova = comparisons_table(found, ["Q4"])
+    assert prox[3:] == ["+2.00", "[-0.48, +4.48]", "0.074", "3 of 3", "not resolved"]
+    assert nova[3:] == [
+        "+0.00",
+        "[+0.00, +0.00]",
+        "–",
+        "0 of 3",
+        "identical in every seed",
+    ]
+    lines = comparisons_csv(found, ["Q4"]).splitlines()
+    assert lines[2].endswith(",0.0000,0.0000,0.0000,,0,identical in every seed")
 
 
 def test_a_failed_seed_leaves_the_pair_out_of_that_seed():

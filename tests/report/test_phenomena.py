@@ -6,14 +6,18 @@ import json
 import math
 
 import pytest
+import yaml
 
-from evoflow.config import validate_config
+from evoflow.config import load_config, validate_config
 from evoflow.errors import ConfigError
+from evoflow.report.helmsman import comparisons_csv
 from evoflow.report.phenomena import markdown, measure, phenomena_report, verdict
 from evoflow.stats import RunEstimate
 from evoflow.study import Claim, study_of
+from tests.report.test_helmsman_report import records
 
 HEADER = "method,round,env,task,successes,episodes\n"
+HELMSMAN = "config/study/helmsman.yaml"
 
 
 def config(seeds=(100, 101, 102), claims=None):
@@ -110,31 +114,41 @@ def test_a_claim_whose_method_a_seed_lacks_is_named_not_fatal(tmp_path):
 
 
 def test_helmsmans_study_is_a_section_of_its_own(tmp_path):
-    # Prepare: the study config's report holds two tasks' differences against
-    # FedAvg (worked as in tests/report/test_helmsman_report.py): Q4's FedNova
-    # +4 [+1.5, +6.5] p 0.020 over three seeds, FedProx a constant +1 (no test)
-    config = "config/study/helmsman.yaml"
+    # Prepare: the study's report, written by the report's own CSV writer from
+    # three seeds' records (worked in tests/report/test_helmsman_report.py):
+    # Q4's FedNova +3, +5, +4 over FedAvg: +4 [+1.5, +6.5], p 0.020; FedProx
+    # the same +1 in every seed (no spread, no test)
+    found = {("Q4", "fedavg"): records("fedavg", [50.0, 70.0, 90.0]),
+             ("Q4", "fedprox"): records("fedprox", [51.0, 71.0, 91.0]),
+             ("Q4", "specialised"): records("fednova", [53.0, 75.0, 94.0])}  # fmt: skip
     folder = tmp_path / "study-helmsman"
     folder.mkdir()
-    (folder / "helmsman_comparisons.csv").write_text(
-        "task,problem,column,method,seeds,mean,low,high,p,ahead,verdict\n"
-        "Q4,Domain Shift,fedprox,FedProx,3,1.0000,,,,3,not resolved\n"
-        "Q4,Domain Shift,specialised,FedNova,3,4.0000,1.5159,6.4841,0.0202,3,"
-        "ahead of FedAvg\n"
-    )
+    (folder / "helmsman_comparisons.csv").write_text(comparisons_csv(found, ["Q4"]))
+    seed_report(tmp_path, 100, [1, 1, 1, 0], [1, 0, 0, 0])  # a claims study beside it
+    claims = tmp_path / "st.yaml"
+    claims.write_text(yaml.safe_dump(config(seeds=(100,))))
 
     # Execute
-    text = phenomena_report([config], tmp_path)
-    absent = phenomena_report([config], tmp_path / "nothing")
+    text = phenomena_report([str(claims), HELMSMAN], tmp_path)
+    absent = phenomena_report([HELMSMAN], tmp_path / "nothing")
 
-    # Assert: the specialised row with its interval, FedProx in one sentence,
-    # no claims table (the config has no claims)
-    assert text.startswith("## study-helmsman: AgentFL-Bench's baselines")
+    # Assert: the claims table, then the specialised row with its interval and
+    # FedProx in one sentence
+    assert text.startswith("| Study | Paper's claim |")
+    assert "| st | A beats B (fedse − fedit) | +50.0 |" in text
+    section = text[text.index("## study-helmsman: AgentFL-Bench's baselines") :]
     row = "| Q4 | Domain Shift | FedNova | +4.0 | [+1.5, +6.5] | 0.020 | 3 of 5 | ahead of FedAvg |"
-    assert row in text
+    assert row in section
     assert (
-        "FedProx − FedAvg on 1 task: 0 resolved, the largest mean difference 1.00"
-        in text
+        "FedProx − FedAvg on 1 task: 1 not resolved; the largest mean difference 1.00"
+        in section
     )
-    assert "Paper's claim" not in text
-    assert "Not run:" in absent and "helmsman_comparisons.csv is missing" in absent
+    assert "No " in absent and "helmsman_comparisons.csv: run the study" in absent
+
+
+def test_only_a_marked_helmsman_study_is_reported():
+    # config/helmsman.yaml's seeds chose a setting: it is not a study
+    with pytest.raises(ConfigError, match="no 'study' section"):
+        phenomena_report(["config/helmsman.yaml"])
+    with pytest.raises(ConfigError, match="runs its seeds inside one experiment"):
+        study_of(load_config(HELMSMAN), HELMSMAN)

@@ -43,7 +43,9 @@ def _phenomena_args(p: argparse.ArgumentParser) -> None:
     "phenomena",
     "Pool each study's seeds per claim: the paired difference over seeds and "
     "tasks with its 95 % interval and p-value, and whether the claim holds, "
-    "is reversed or is not resolved at this scale.",
+    "is reversed or is not resolved at this scale. Helmsman's baseline study "
+    "(helmsman.study) gets a section of its own: each task's specialised method "
+    "against FedAvg over the partition seeds.",
     _phenomena_args,
     "evoflow phenomena config/study/fedse.yaml --out reports/phenomena.md",
 )

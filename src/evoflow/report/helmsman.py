@@ -7,7 +7,8 @@ partitions``):
   over partition seeds with its 95 % t interval. The paper's value cells are
   missing from our copy, so no paper number is printed there.
 - FedProx and the specialised method against FedAvg, seed by seed: the mean
-  difference, its t interval and the t-test's p (Markdown only).
+  difference, its t interval, the t-test's p and a verdict (also as numbers,
+  ``helmsman_comparisons.csv``, which ``evoflow phenomena`` reads).
 - Table 5 (Q16, continual learning): the paper's rows beside ours (average
   task accuracy, and forgetting on a 0–1 scale). FedWeIT evaluates each task
   with that task's own parameters (it is told the task); the other methods
@@ -91,14 +92,25 @@ class Comparison:
     seeds: int
     difference: SeedMean  # points, A − FedAvg
     ahead: int  # seeds where A scored above FedAvg
+    identical: bool  # A scored exactly FedAvg's metric in every seed
+
+    @property
+    def p_value(self) -> float | None:
+        """The t-test's p; None where there is nothing to test (identical)."""
+        return None if self.identical else self.difference.p_value
 
     @property
     def verdict(self) -> str:
-        """The project's rule: the t interval excludes zero and p < 0.05."""
+        """The project's rule for one t-test: ahead (behind) only where the
+        95 % t interval lies above (below) zero and p < 0.05."""
         d = self.difference
-        if d.p_value is None or d.p_value >= ALPHA:
+        if self.identical:
+            return "identical in every seed"
+        if self.p_value is None or self.p_value >= ALPHA:
             return "not resolved"
-        return "ahead of FedAvg" if d.low > 0 else "behind FedAvg"
+        if d.low > 0:
+            return "ahead of FedAvg"
+        return "behind FedAvg" if d.high < 0 else "not resolved"
 
 
 def comparisons(found: dict, tasks: list[str]) -> list[Comparison]:
@@ -110,15 +122,15 @@ def comparisons(found: dict, tasks: list[str]) -> list[Comparison]:
     for task_id in tasks:
         base = by_seed(found.get((task_id, "fedavg"), []))
         for column in ("fedprox", "specialised"):
-            runs = found.get((task_id, column), [])
-            other = by_seed(runs)
+            other = by_seed(found.get((task_id, column), []))
             seeds = sorted(set(base) & set(other))
             if not seeds:
                 continue
             d = paired_seeds([other[k] for k in seeds], [base[k] for k in seeds])
             method = "FedProx" if column == "fedprox" else get_task(task_id).specialised
             out.append(Comparison(task_id, column, method, len(seeds), d,
-                                  sum(other[k] > base[k] for k in seeds)))  # fmt: skip
+                                  sum(other[k] > base[k] for k in seeds),
+                                  all(other[k] == base[k] for k in seeds)))  # fmt: skip
     return out
 
 
@@ -130,13 +142,15 @@ def comparisons_table(found: dict, tasks: list[str]) -> list[list[str]]:
         d = c.difference
         span = "–" if d.low is None else f"[{d.low:+.2f}, {d.high:+.2f}]"
         out.append([c.task, TITLES[c.column], str(c.seeds), f"{d.mean:+.2f}", span,
-                     p_text(d.p_value), f"{c.ahead} of {c.seeds}", c.verdict])  # fmt: skip
+                     p_text(c.p_value), f"{c.ahead} of {c.seeds}", c.verdict])  # fmt: skip
     return out
 
 
 def comparisons_csv(found: dict, tasks: list[str]) -> str:
-    """``comparisons`` as numbers, for ``evoflow phenomena`` (empty cells where
-    the seeds' differences have no spread)."""
+    """``comparisons`` as numbers, for ``evoflow phenomena``: the mean and the
+    interval in points (the interval empty with one seed), p to six significant
+    digits (empty where there is no test: one seed, the same difference in
+    every seed, or identical metrics)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(["task", "problem", "column", "method", "seeds", "mean", "low",
@@ -144,10 +158,10 @@ def comparisons_csv(found: dict, tasks: list[str]) -> str:
     problems = {r["id"]: r["problem"] for r in _reference("tab2to4_rows")}
     for c in comparisons(found, tasks):
         d = c.difference
-        numbers = [d.mean, d.low, d.high, d.p_value]
+        points = ("" if x is None else f"{x:.4f}" for x in (d.mean, d.low, d.high))
+        p = "" if c.p_value is None else f"{c.p_value:.6g}"
         writer.writerow([c.task, problems[c.task], c.column, c.method, c.seeds,
-                         *("" if x is None else f"{x:.4f}" for x in numbers),
-                         c.ahead, c.verdict])  # fmt: skip
+                         *points, p, c.ahead, c.verdict])  # fmt: skip
     return buffer.getvalue()
 
 
@@ -249,8 +263,9 @@ def write_report(folder: str, settings: dict, outputs: dict[str, str]) -> None:
         "## Against FedAvg, seed by seed",
         "Each seed runs every baseline on the same partition; a difference is taken "
         "within the seed, so the seeds' shared luck cancels. A method is ahead (or "
-        "behind) only where the t interval excludes zero and p < 0.05; with one test "
-        "per row, about one row in twenty would pass that by chance alone.",
+        "behind) only where its t-test gives p < 0.05 (its 95 % interval then "
+        "excludes zero); of rows with no true difference, about one in twenty "
+        "passes by chance.",
         _markdown(comparisons_table(found, tasks)),
         "## Baselines completed", _markdown(completion_table(found, tasks)),
     ]  # fmt: skip

@@ -17,12 +17,14 @@ all its tasks, would pass it), the test over seeds asks whether a new chain
 would show the difference (and needs two seeds or more). Helmsman's study has
 no paper claim (its agents do not run): its section lists each task's
 specialised method against FedAvg over the partition seeds.
-``evoflow phenomena config/study/*.yaml`` writes ``reports/phenomena.md``.
+``evoflow phenomena config/study/*.yaml --out reports/phenomena.md`` prints
+the report and writes it there.
 """
 
 from __future__ import annotations
 
 import csv
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,13 +124,17 @@ def helmsman_section(experiment: str, seeds: Sequence[int],
                      reports: str | Path = "reports") -> str:  # fmt: skip
     """Helmsman's study (``config/study/helmsman.yaml``): not a paper's claim
     (the agents do not run) but AgentFL-Bench's baselines over partition seeds,
-    read from its report's ``helmsman_comparisons.csv``."""
+    read from its report's ``helmsman_comparisons.csv``
+    (``evoflow.report.helmsman.comparisons_csv``)."""
     path = Path(reports) / experiment / "helmsman_comparisons.csv"
     title = f"## {experiment}: AgentFL-Bench's baselines against FedAvg"
     if not path.is_file():
-        return f"{title}\n\nNot run: {path} is missing.\n"
+        return (f"{title}\n\nNo {path}: run the study (or, for a report older than "
+                "this file, its helm_report rule again).\n")  # fmt: skip
     with open(path, newline="") as handle:
         rows = list(csv.DictReader(handle))
+    if not rows or "verdict" not in rows[0]:
+        return f"{title}\n\n{path} holds no comparison with a verdict.\n"
     header = ["Task", "Problem", "A − FedAvg", "Points", "95 % interval (t, seeds)",
               "p (seeds)", "Seeds", "Verdict"]  # fmt: skip
     lines = [md_row(header), md_row(["---"] * len(header))]
@@ -142,18 +148,21 @@ def helmsman_section(experiment: str, seeds: Sequence[int],
         lines.append(md_row([r["task"], r["problem"], r["method"],
                              f"{float(r['mean']):+.1f}", span, p,
                              f"{r['seeds']} of {len(seeds)}", r["verdict"]]))  # fmt: skip
+    return "\n\n".join([title, "\n".join(lines), _fedprox_summary(rows)]) + "\n"
+
+
+def _fedprox_summary(rows: list[dict]) -> str:
     prox = [r for r in rows if r["column"] == "fedprox"]
-    resolved = [r for r in prox if r["verdict"] != "not resolved"]
+    counts = Counter(r["verdict"] for r in prox)
     largest = max((abs(float(r["mean"])) for r in prox), default=0.0)
-    summary = (
-        f"FedProx − FedAvg on {len(prox)} task{'s' * (len(prox) != 1)}: "
-        f"{len(resolved)} resolved, the "
+    tally = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    return (
+        f"FedProx − FedAvg on {len(prox)} task{'s' * (len(prox) != 1)}: {tally}; the "
         f"largest mean difference {largest:.2f} points. Each row is one task's "
-        "difference over the partition seeds both finished (the project's rule: "
-        "the t interval excludes zero and p < 0.05); with one test per row, about "
-        "one row in twenty would pass by chance alone."
+        "t-test over the partition seeds both finished: ahead or behind only where "
+        "p < 0.05 (its 95 % interval then excludes zero); of rows with no true "
+        "difference, about one in twenty passes by chance."
     )
-    return "\n\n".join([title, "\n".join(lines), summary]) + "\n"
 
 
 def phenomena_report(
@@ -164,11 +173,10 @@ def phenomena_report(
     rows, sections = [], []
     for path in configs:
         config = load_config(path)
-        bench = (config.get("helmsman") or {}).get("bench") or {}
-        if not config.get("study") and bench.get("seeds"):
-            sections.append(
-                helmsman_section(config["experiment"], bench["seeds"], reports)
-            )
+        helmsman = config.get("helmsman") or {}
+        if helmsman.get("study"):
+            seeds = helmsman["bench"]["seeds"]
+            sections.append(helmsman_section(config["experiment"], seeds, reports))
             continue
         rows += measure(study_of(config, str(path)), reports)
     return "\n".join(([markdown(rows)] if rows else []) + sections)
