@@ -118,15 +118,56 @@ def test_the_helmsman_study_is_its_benchmark_over_fresh_partition_seeds():
     assert study["helmsman"]["study"] and not base["helmsman"]["study"]
 
 
+class FakeSnakemake:
+    """Stands in for ``subprocess.Popen`` of one seed's Snakemake: exits with
+    ``code`` after ``checkpoints`` waits have timed out; ``interrupt`` makes
+    the last wait raise KeyboardInterrupt instead (Ctrl-C)."""
+
+    calls: list[list[str]] = []
+
+    def __init__(self, command, code=0, checkpoints=0, interrupt=False):
+        self.command, self.code, self.left = command, code, checkpoints
+        self.interrupt, self.returncode = interrupt, None
+        FakeSnakemake.calls.append(command)
+
+    def wait(self, timeout=None):
+        if self.left > 0:
+            self.left -= 1
+            raise subprocess.TimeoutExpired(self.command, timeout)
+        if self.interrupt:
+            self.interrupt = False
+            raise KeyboardInterrupt
+        self.returncode = self.code
+        return self.code
+
+    def poll(self):
+        return self.returncode
+
+    def terminate(self):
+        self.code = -15
+
+
+def fake_snakemake(monkeypatch, **kwargs):
+    FakeSnakemake.calls = []
+    monkeypatch.setattr("evoflow.study.subprocess.Popen",
+                        lambda command: FakeSnakemake(command, **kwargs))  # fmt: skip
+    return FakeSnakemake.calls
+
+
+def fake_clock(monkeypatch, step):
+    """``time.perf_counter`` advancing ``step`` seconds per call."""
+    now = [0.0]
+
+    def tick():
+        now[0] += step
+        return now[0]
+
+    monkeypatch.setattr("evoflow.study.time.perf_counter", tick)
+
+
 def test_study_runs_snakemake_once_per_seed_under_its_own_name(tmp_path, monkeypatch):
     # Prepare: Snakemake's process is replaced by a recorder
-    calls = []
-
-    def fake_run(command, check):
-        calls.append(command)
-        return subprocess.CompletedProcess(command, 0)
-
-    monkeypatch.setattr("evoflow.study.subprocess.run", fake_run)
+    calls = fake_snakemake(monkeypatch)
 
     # Execute
     record = run_study(STUDY, cores=3, reports=tmp_path)
@@ -138,21 +179,54 @@ def test_study_runs_snakemake_once_per_seed_under_its_own_name(tmp_path, monkeyp
     ]
     assert all(c[c.index("--cores") + 1] == "3" for c in calls)
     assert sorted(record["seeds"]) == sorted(str(s) for s in seeds)
+    assert record["partial"] == {}
     assert set(wall_seconds(study_of(load_config(STUDY)), tmp_path)) == set(seeds)
     assert (Path(tmp_path) / "study-fedse" / "study.json").is_file()
 
 
 def test_a_failed_seed_stops_the_study_and_names_it(tmp_path, monkeypatch):
-    monkeypatch.setattr(
-        "evoflow.study.subprocess.run",
-        lambda command, check: subprocess.CompletedProcess(command, 1),
-    )
+    fake_snakemake(monkeypatch, code=1)
     try:
         run_study(STUDY, reports=tmp_path)
     except RuntimeError as error:
         assert "seed 100 failed" in str(error)
     else:
         raise AssertionError("a failed seed went unnoticed")
+
+
+def test_an_interrupted_seed_keeps_its_time_and_adds_the_resumed_run(
+    tmp_path, monkeypatch
+):
+    # Prepare: the clock moves 10 s per reading. Seed 100's first attempt: two
+    # checkpoints, then Ctrl-C.
+    fake_clock(monkeypatch, 10.0)
+    fake_snakemake(monkeypatch, checkpoints=2, interrupt=True)
+    study = study_of(load_config(STUDY))
+
+    # Execute: the first attempt, interrupted
+    try:
+        run_study(STUDY, reports=tmp_path)
+    except KeyboardInterrupt:
+        pass
+    else:
+        raise AssertionError("the interruption was swallowed")
+    saved = json.loads(study.record(tmp_path).read_text())
+
+    # Assert: readings at 10 (start), 20 and 30 (checkpoints), 40 (stopped):
+    # 30 s saved as partial, no seed finished
+    assert saved["partial"] == {"100": 30.0} and saved["seeds"] == {}
+
+    # Execute: the study resumed, every seed finishing after one checkpoint
+    fake_clock(monkeypatch, 10.0)
+    fake_snakemake(monkeypatch, checkpoints=1)
+    result = run_study(STUDY, reports=tmp_path)
+
+    # Assert: each seed 20 s (start 10, checkpoint 20, end 30), seed 100 its
+    # 30 s before the interruption more
+    assert result["seeds"]["100"] == 50.0
+    assert all(result["seeds"][str(s)] == 20.0 for s in study.seeds[1:])
+    assert result["partial"] == {}
+    assert wall_seconds(study, tmp_path)[100] == 50.0
 
 
 def test_a_resumed_study_keeps_the_times_of_seeds_that_had_finished(
@@ -165,22 +239,20 @@ def test_a_resumed_study_keeps_the_times_of_seeds_that_had_finished(
     record.parent.mkdir(parents=True)
     record.write_text(json.dumps({"config": STUDY, "seeds": {"100": 600.0,
                                                              "101": 500.0}}))  # fmt: skip
-    runs = []
 
-    def fake_run(command, check, **kwargs):
+    def dry_run(command, check, **kwargs):
         seed = command[command.index("--config") + 1]
-        if "--dry-run" in command:
-            out = "Nothing to be done" if seed == "seed=100" else "Job stats: 1 job"
-            return subprocess.CompletedProcess(command, 0, stdout=out, stderr="")
-        runs.append(seed)
-        return subprocess.CompletedProcess(command, 0)
+        out = "Nothing to be done" if seed == "seed=100" else "Job stats: 1 job"
+        return subprocess.CompletedProcess(command, 0, stdout=out, stderr="")
 
-    monkeypatch.setattr("evoflow.study.subprocess.run", fake_run)
+    monkeypatch.setattr("evoflow.study.subprocess.run", dry_run)
+    calls = fake_snakemake(monkeypatch)
 
     # Execute
     result = run_study(STUDY, reports=tmp_path)
 
     # Assert: seed 100 not run, its time kept; every other seed run and retimed
+    runs = [c[c.index("--config") + 1] for c in calls]
     assert runs == [f"seed={s}" for s in study.seeds if s != 100]
     assert result["seeds"]["100"] == 600.0
     assert result["seeds"]["101"] < 60  # the fake run's time, not the old 500

@@ -33,6 +33,7 @@ from evoflow.errors import ConfigError
 log = logging.getLogger(__name__)
 DIRECTIONS = ("greater", "less")
 RECORD = "study.json"
+CHECKPOINT = 60.0  # seconds between saves of a running seed's time
 
 
 @dataclass(frozen=True)
@@ -102,10 +103,13 @@ def run_study(
     and return each seed's wall time. A seed with nothing left to do (a
     Snakemake dry run says so) that the record already timed is not run
     again and keeps its time, so a resumed study reports what each seed cost,
-    not the seconds a finished seed takes to check."""
+    not the seconds a finished seed takes to check. A seed's running time is
+    saved every ``CHECKPOINT`` seconds under ``partial``, so when a seed is
+    interrupted (stopped, killed, a restart) and resumed, its time is the sum
+    of its attempts, less at most one interval per interruption."""
     config = load_config(path)
     study = study_of(config, str(path))
-    record = {"config": str(path), "seeds": _timed(study, path, reports)}
+    record = {"config": str(path), **_timed(study, path, reports)}
     for seed in study.seeds:
         command = [sys.executable, "-m", "snakemake", "--profile", "workflow/profiles/local",
                    "--cores", str(cores), "--configfile", str(path), "--config",
@@ -114,23 +118,49 @@ def run_study(
             log.info("study %s: seed %d finished before", study.experiment, seed)
             continue
         log.info("study %s: seed %d", study.experiment, seed)
-        started = time.perf_counter()
-        done = subprocess.run(command, check=False)
-        if done.returncode != 0:
+        returncode = _run_timed(command, str(seed), record, study.record(reports))
+        if returncode != 0:
             raise RuntimeError(f"study {study.experiment}: seed {seed} failed "
-                               f"(snakemake exit {done.returncode})")  # fmt: skip
-        record["seeds"][str(seed)] = round(time.perf_counter() - started, 1)
+                               f"(snakemake exit {returncode})")  # fmt: skip
+        record["seeds"][str(seed)] = record["partial"].pop(str(seed))
         write_json(study.record(reports), record)
     return record
 
 
-def _timed(study: Study, path: str | Path, reports: str | Path) -> dict[str, float]:
-    """The seeds' times a record of this same config already holds."""
+def _run_timed(command: list[str], seed: str, record: dict, out: Path) -> int:
+    """Run one seed's Snakemake, adding its running time to
+    ``record['partial'][seed]`` (written to ``out`` every ``CHECKPOINT`` s)."""
+    earlier = float(record["partial"].get(seed, 0.0))
+    started = time.perf_counter()
+    process = subprocess.Popen(command)
+    try:
+        while True:
+            try:
+                return process.wait(timeout=CHECKPOINT)
+            except subprocess.TimeoutExpired:
+                record["partial"][seed] = round(
+                    earlier + time.perf_counter() - started, 1
+                )
+                write_json(out, record)
+    finally:
+        if process.poll() is None:  # interrupted here: Snakemake saw the same
+            try:  # signal, so let it finish its own clean-up before stopping it
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.terminate()
+                process.wait()
+        record["partial"][seed] = round(earlier + time.perf_counter() - started, 1)
+        write_json(out, record)
+
+
+def _timed(study: Study, path: str | Path, reports: str | Path) -> dict[str, dict]:
+    """The seeds' times (finished, and partial) a record of this config holds."""
     found = study.record(reports)
-    if not found.is_file():
-        return {}
-    earlier = json.loads(found.read_text())
-    return dict(earlier.get("seeds", {})) if earlier.get("config") == str(path) else {}
+    earlier = json.loads(found.read_text()) if found.is_file() else {}
+    if earlier.get("config") != str(path):
+        return {"seeds": {}, "partial": {}}
+    return {"seeds": dict(earlier.get("seeds", {})),
+            "partial": dict(earlier.get("partial", {}))}  # fmt: skip
 
 
 def _finished(command: list[str]) -> bool:
