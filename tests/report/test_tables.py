@@ -246,3 +246,18 @@ def test_caption_names_the_strata_and_the_action_constraint():
         "babyai 20 of goto" in note and "maze 13 of distance 1-4 / distance 5-8" in note
     )
     assert "constrain_actions" in note
+
+
+def test_caption_names_the_split_the_evaluations_played():
+    from evoflow.config import load_config
+    from evoflow.methods import methods_from_config
+    from evoflow.report.build import _note
+
+    config = load_config("config/config.yaml")
+    assert "Avg is pooled over all test episodes" in _note(
+        config, methods_from_config(config)
+    )
+    config["evaluation"] = {**(config.get("evaluation") or {}), "split": "validation"}
+    note = _note(config, methods_from_config(config))
+    assert "on validation tasks" in note
+    assert "Avg is pooled over all validation episodes" in note and " test " not in note

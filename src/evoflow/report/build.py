@@ -153,8 +153,9 @@ def _env_report(config, every, methods, layout, outputs):
     }
     companion = (
         _comparisons_text(compared, titles, _split(config))
-        + "\nHow the methods behave (final evaluation, pooled over all test episodes; "
-        "exploration successes per round, summed over clients, then in all):\n\n"
+        + f"\nHow the methods behave (final evaluation, pooled over all {_split(config)} "
+        "episodes; exploration successes per round, summed over clients, then in "
+        "all):\n\n"
         + behaviour_markdown(rows, exploration)
         + _by_round(methods, metric_files, outcomes)
     )
@@ -378,9 +379,8 @@ def _note(config: dict, methods: dict[str, Method]) -> str:
         f"Success rate (%) of `{config['model']['name']}` on {_split(config)} tasks "
         f"({counts})"
         + "".join(f"; {a}" for a in after)
-        + ". Avg is pooled over all test episodes; (+x) is the gain over Pre-Trained."
-        + constrained
-        + lora
+        + f". Avg is pooled over all {_split(config)} episodes; (+x) is the gain over "
+        "Pre-Trained." + constrained + lora
     )
 
 
