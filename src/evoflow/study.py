@@ -132,16 +132,18 @@ def _run_timed(command: list[str], seed: str, record: dict, out: Path) -> int:
     ``record['partial'][seed]`` (written to ``out`` every ``CHECKPOINT`` s)."""
     earlier = float(record["partial"].get(seed, 0.0))
     started = time.perf_counter()
+
+    def save() -> None:
+        record["partial"][seed] = round(earlier + time.perf_counter() - started, 1)
+        write_json(out, record)
+
     process = subprocess.Popen(command)
     try:
         while True:
             try:
                 return process.wait(timeout=CHECKPOINT)
             except subprocess.TimeoutExpired:
-                record["partial"][seed] = round(
-                    earlier + time.perf_counter() - started, 1
-                )
-                write_json(out, record)
+                save()
     finally:
         if process.poll() is None:  # interrupted here: Snakemake saw the same
             try:  # signal, so let it finish its own clean-up before stopping it
@@ -149,8 +151,7 @@ def _run_timed(command: list[str], seed: str, record: dict, out: Path) -> int:
             except subprocess.TimeoutExpired:
                 process.terminate()
                 process.wait()
-        record["partial"][seed] = round(earlier + time.perf_counter() - started, 1)
-        write_json(out, record)
+        save()
 
 
 def _timed(study: Study, path: str | Path, reports: str | Path) -> dict[str, dict]:

@@ -26,6 +26,13 @@ def records(strategy: str, metrics: list[float | None]) -> list[dict]:
     return out
 
 
+def q4(fedprox: list[float], fednova: list[float]) -> dict:
+    """Q4's three runs per seed; FedAvg scores 50, 70, 90 in seeds 0-2."""
+    return {("Q4", "fedavg"): records("fedavg", [50.0, 70.0, 90.0]),
+            ("Q4", "fedprox"): records("fedprox", fedprox),
+            ("Q4", "specialised"): records("fednova", fednova)}  # fmt: skip
+
+
 def test_a_cell_is_the_mean_with_its_t_interval_over_seeds():
     # 60, 70, 80: mean 70, sd 10; t(0.975, 2 df) = 4.3027, half-width 24.84
     assert cell(records("fedavg", [60.0, 70.0, 80.0])) == "70.00 [45.16, 94.84]"
@@ -38,9 +45,7 @@ def test_differences_against_fedavg_are_taken_within_each_seed():
     # every seed, FedNova (Q4's specialised) +3, -1, +1 (mean +1, sd 2,
     # half-width 4.3027 * 2 / sqrt 3 = 4.97; t = sqrt 3 / 2 on 2 df, p = 1 -
     # t / sqrt(2 + t^2) = 1 - sqrt(3 / 11))
-    found = {("Q4", "fedavg"): records("fedavg", [50.0, 70.0, 90.0]),
-             ("Q4", "fedprox"): records("fedprox", [51.0, 71.0, 91.0]),
-             ("Q4", "specialised"): records("fednova", [53.0, 69.0, 91.0])}  # fmt: skip
+    found = q4([51.0, 71.0, 91.0], [53.0, 69.0, 91.0])
 
     # Execute
     header, prox, nova = comparisons_table(found, ["Q4"])
@@ -68,9 +73,7 @@ def test_a_verdict_needs_the_interval_clear_of_zero_and_p_below_005():
     # FedNova +3, +5, +4 over FedAvg: mean 4, sd 1, half-width 4.3027 / sqrt 3
     # = 2.484; t = 4 sqrt 3 = 6.928 on 2 df, p = 1 - t / sqrt(2 + t^2) = 0.0202041.
     # FedProx -4, -5, -3: the mirror image, behind.
-    found = {("Q4", "fedavg"): records("fedavg", [50.0, 70.0, 90.0]),
-             ("Q4", "fedprox"): records("fedprox", [46.0, 65.0, 87.0]),
-             ("Q4", "specialised"): records("fednova", [53.0, 75.0, 94.0])}  # fmt: skip
+    found = q4([46.0, 65.0, 87.0], [53.0, 75.0, 94.0])
     _, prox, nova = comparisons_table(found, ["Q4"])
     assert nova[3:] == ["+4.00", "[+1.52, +6.48]", "0.020", "3 of 3", "ahead of FedAvg"]
     assert prox[3:] == ["-4.00", "[-6.48, -1.52]", "0.020", "0 of 3", "behind FedAvg"]
@@ -86,9 +89,7 @@ def test_a_two_sided_p_between_005_and_010_is_not_resolved():
     # FedProx +1, +2, +3: mean 2, sd 1, interval 2 -+ 2.484 = [-0.48, +4.48];
     # t = 2 sqrt 3 = 3.464, two-sided p = 1 - t / sqrt 14 = 0.0742 (one-sided
     # 0.037 would pass). FedNova scores FedAvg's metric in every seed.
-    found = {("Q4", "fedavg"): records("fedavg", [50.0, 70.0, 90.0]),
-             ("Q4", "fedprox"): records("fedprox", [51.0, 72.0, 93.0]),
-             ("Q4", "specialised"): records("fednova", [50.0, 70.0, 90.0])}  # fmt: skip
+    found = q4([51.0, 72.0, 93.0], [50.0, 70.0, 90.0])
     _, prox, nova = comparisons_table(found, ["Q4"])
     assert prox[3:] == ["+2.00", "[-0.48, +4.48]", "0.074", "3 of 3", "not resolved"]
     assert nova[3:] == [

@@ -14,7 +14,7 @@ from evoflow.report.helmsman import comparisons_csv
 from evoflow.report.phenomena import markdown, measure, phenomena_report, verdict
 from evoflow.stats import RunEstimate
 from evoflow.study import Claim, study_of
-from tests.report.test_helmsman_report import records
+from tests.report.test_helmsman_report import q4
 
 HEADER = "method,round,env,task,successes,episodes\n"
 HELMSMAN = "config/study/helmsman.yaml"
@@ -118,9 +118,7 @@ def test_helmsmans_study_is_a_section_of_its_own(tmp_path):
     # three seeds' records (worked in tests/report/test_helmsman_report.py):
     # Q4's FedNova +3, +5, +4 over FedAvg: +4 [+1.5, +6.5], p 0.020; FedProx
     # the same +1 in every seed (no spread, no test)
-    found = {("Q4", "fedavg"): records("fedavg", [50.0, 70.0, 90.0]),
-             ("Q4", "fedprox"): records("fedprox", [51.0, 71.0, 91.0]),
-             ("Q4", "specialised"): records("fednova", [53.0, 75.0, 94.0])}  # fmt: skip
+    found = q4([51.0, 71.0, 91.0], [53.0, 75.0, 94.0])
     folder = tmp_path / "study-helmsman"
     folder.mkdir()
     (folder / "helmsman_comparisons.csv").write_text(comparisons_csv(found, ["Q4"]))

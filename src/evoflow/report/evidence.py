@@ -103,7 +103,17 @@ def points(value: float) -> str:
 
 
 def interval(result: PairedDifference) -> str:
-    return f"[{points(result.low)}, {points(result.high)}]"
+    return span_text(100 * result.low, 100 * result.high)
+
+
+def span_text(low: float | None, high: float | None, digits: int = 1) -> str:
+    """An interval for a table, signed, ``digits`` decimals; "–" for none."""
+    if low is None or high is None:
+        return "–"
+    return f"[{low:+.{digits}f}, {high:+.{digits}f}]"
+
+
+CHANCE = "of rows with no true difference, about one in twenty passes by chance."
 
 
 def p_text(p: float | None) -> str:

@@ -39,7 +39,7 @@ from evoflow.helmsman.benchmark import SPECIALISED
 from evoflow.helmsman.layout import agent_tasks, runs
 from evoflow.helmsman.llm import usage
 from evoflow.provenance import REPO_ROOT
-from evoflow.report.evidence import ALPHA, p_text
+from evoflow.report.evidence import ALPHA, CHANCE, p_text, span_text
 from evoflow.report.tables import md_row
 from evoflow.stats import SeedMean, paired_seeds, seed_mean
 
@@ -140,8 +140,8 @@ def comparisons_table(found: dict, tasks: list[str]) -> list[list[str]]:
             "A ahead in", "verdict"]]  # fmt: skip
     for c in comparisons(found, tasks):
         d = c.difference
-        span = "–" if d.low is None else f"[{d.low:+.2f}, {d.high:+.2f}]"
-        out.append([c.task, TITLES[c.column], str(c.seeds), f"{d.mean:+.2f}", span,
+        out.append([c.task, TITLES[c.column], str(c.seeds), f"{d.mean:+.2f}",
+                    span_text(d.low, d.high, digits=2),
                      p_text(c.p_value), f"{c.ahead} of {c.seeds}", c.verdict])  # fmt: skip
     return out
 
@@ -264,8 +264,7 @@ def write_report(folder: str, settings: dict, outputs: dict[str, str]) -> None:
         "Each seed runs every baseline on the same partition; a difference is taken "
         "within the seed, so the seeds' shared luck cancels. A method is ahead (or "
         "behind) only where its t-test gives p < 0.05 (its 95 % interval then "
-        "excludes zero); of rows with no true difference, about one in twenty "
-        "passes by chance.",
+        f"excludes zero); {CHANCE}",
         _markdown(comparisons_table(found, tasks)),
         "## Baselines completed", _markdown(completion_table(found, tasks)),
     ]  # fmt: skip

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evoflow.config import load_config
-from evoflow.report.evidence import ALPHA, p_text
+from evoflow.report.evidence import ALPHA, CHANCE, p_text, span_text
 from evoflow.report.seeds import SeedsError, difference, read_report
 from evoflow.report.tables import md_row
 from evoflow.stats import RunEstimate, seed_mean
@@ -117,7 +117,7 @@ def markdown(phenomena: Sequence[Phenomenon]) -> str:
 
 def _t_interval(estimate: RunEstimate) -> str:
     t = seed_mean(estimate.per_run)
-    return "–" if t.low is None else f"[{100 * t.low:+.1f}, {100 * t.high:+.1f}]"
+    return "–" if t.low is None else span_text(100 * t.low, 100 * t.high)
 
 
 def helmsman_section(experiment: str, seeds: Sequence[int],
@@ -139,11 +139,7 @@ def helmsman_section(experiment: str, seeds: Sequence[int],
               "p (seeds)", "Seeds", "Verdict"]  # fmt: skip
     lines = [md_row(header), md_row(["---"] * len(header))]
     for r in (r for r in rows if r["column"] == "specialised"):
-        span = (
-            "–"
-            if not r["low"]
-            else f"[{float(r['low']):+.1f}, {float(r['high']):+.1f}]"
-        )
+        span = span_text(float(r["low"]), float(r["high"])) if r["low"] else "–"
         p = p_text(float(r["p"])) if r["p"] else "–"
         lines.append(md_row([r["task"], r["problem"], r["method"],
                              f"{float(r['mean']):+.1f}", span, p,
@@ -160,8 +156,7 @@ def _fedprox_summary(rows: list[dict]) -> str:
         f"FedProx − FedAvg on {len(prox)} task{'s' * (len(prox) != 1)}: {tally}; the "
         f"largest mean difference {largest:.2f} points. Each row is one task's "
         "t-test over the partition seeds both finished: ahead or behind only where "
-        "p < 0.05 (its 95 % interval then excludes zero); of rows with no true "
-        "difference, about one in twenty passes by chance."
+        f"p < 0.05 (its 95 % interval then excludes zero); {CHANCE}"
     )
 
 
