@@ -40,6 +40,13 @@ wildcard_constraints:
     expert_set="|".join(EXPERT_SETS),
 
 
+# The priority of the jobs a method's next step waits on (exploration, training,
+# aggregation, RL spans). With more jobs ready than cores, they go before the
+# leaves (evaluations, reports: priority 0), which no job waits on, so a chain
+# -- the run's critical path -- never queues behind an evaluation.
+CHAIN = 1
+
+
 def methods_where(test):
     """Regex matching the configured method names whose kind passes ``test``."""
     names = [re.escape(name) for name, m in METHODS.items() if test(m.kind)]
@@ -137,8 +144,24 @@ train_manifest = wired("train_manifest", "round", "env")
 buffer_inputs = wired("buffer_inputs", "round", "env")
 previous_comm = wired("previous_comm", "round")
 reference_adapter = wired("reference_adapter", "round")
-budget_adapter = wired("budget_adapter", "round", "env")
-pooled_budget_adapter = wired("budget_adapter", "round")
+
+
+def budget_job(wildcards):
+    """(manifest, SFT settings) of the training job whose optimizer steps a
+    matched-budget job takes (evoflow.methods.<family>.budget_job), or None."""
+    method = method_of(wildcards)
+    where = [wildcards.env] if "env" in wildcards.keys() else []
+    return family(method).budget_job(LAYOUT, method, METHODS, int(wildcards.round), *where)
+
+
+def budget_manifest(wildcards):
+    job = budget_job(wildcards)
+    return [] if job is None else job[0]
+
+
+def budget_sft(wildcards):
+    job = budget_job(wildcards)
+    return {} if job is None else job[1].to_dict()
 
 
 def rl_span_inputs(wildcards):

@@ -20,6 +20,7 @@ rule explore:
             ENVS, ["explore", "max_turns", "remote", "strata"], explore_sampling(method_of(wc))
         ),
     threads: 1
+    priority: CHAIN
     message:
         job_message(f"explore {{wildcards.method}} round {{wildcards.round}}: {len(ENVS)} clients × {EXPLORED}")
     conda:

@@ -20,6 +20,7 @@ rule rl_client_span:
     params:
         settings=rl_client_settings,
     threads: 1
+    priority: CHAIN
     message:
         job_message("federated RL {wildcards.method} round {wildcards.round}: client {wildcards.env}")
     conda:

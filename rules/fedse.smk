@@ -7,7 +7,7 @@ rule train_client:
     input:
         manifest=train_manifest,
         init=start_adapter,
-        budget=budget_adapter,
+        budget=budget_manifest,
     output:
         directory(client_path("{method}", "{round}", "{env}", "adapter")),
     log:
@@ -18,9 +18,11 @@ rule train_client:
         method=methods_where(lambda kind: kind.family == "fedse" and (kind.federated or kind.per_env)),
     params:
         model=config["model"]["name"],
+        budget_sft=budget_sft,
         sft=lambda wc: method_of(wc).sft_for(int(wc.round), wc.env).to_dict(),
         loss_log=f"{LOGS}/{{method}}/round={{round}}/train/{{env}}.loss.jsonl",
     threads: 1
+    priority: CHAIN
     message:
         job_message("train {wildcards.method} round {wildcards.round}: client {wildcards.env}")
     conda:
@@ -49,6 +51,7 @@ rule aggregate:
         seed=config["seed"],
         model=config["model"]["name"],
         sft=lambda wc: method_of(wc).sft_for(1, ENVS[0]).to_dict(),
+    priority: CHAIN
     message:
         job_message(f"aggregate {{wildcards.method}} round {{wildcards.round}}: {len(ENVS)} client adapters")
     conda:

@@ -19,6 +19,7 @@ rule rl_span:
     params:
         settings=rl_settings,
     threads: 1
+    priority: CHAIN
     message:
         job_message("RL {wildcards.method}: span {wildcards.round}")
     conda:

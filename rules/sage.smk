@@ -35,6 +35,7 @@ rule sage_warmup:
     params:
         settings=sage_settings(),
     threads: 1
+    priority: CHAIN
     message:
         job_message("SAGE warm-up: SFT on the roles' tags")
     conda:
@@ -61,6 +62,7 @@ rule sage_span:
     params:
         settings=sage_method_settings,
     threads: 1
+    priority: CHAIN
     message:
         job_message("SAGE {wildcards.method}: span {wildcards.round} of self-play")
     conda:

@@ -7,7 +7,7 @@ rule train_pooled:
     input:
         manifest=pooled_manifest,
         init=start_adapter,
-        budget=pooled_budget_adapter,
+        budget=budget_manifest,
     output:
         directory(f"{RESULTS}/{{method}}/round={{round}}/global/adapter"),
     log:
@@ -18,9 +18,11 @@ rule train_pooled:
         method=methods_where(lambda kind: kind.pooled),
     params:
         model=config["model"]["name"],
+        budget_sft=budget_sft,
         sft=lambda wc: family(method_of(wc)).sft(method_of(wc), int(wc.round), POOLED).to_dict(),
         loss_log=f"{LOGS}/{{method}}/round={{round}}/train/pooled.loss.jsonl",
     threads: 1
+    priority: CHAIN
     message:
         job_message(f"train {{wildcards.method}} round {{wildcards.round}}: {N_ENVS} pooled")
     conda:

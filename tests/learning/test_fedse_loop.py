@@ -95,7 +95,7 @@ def federated_round(root, round, sources, start, budgets=None):
     for k, manifest in enumerate(sources):
         folder = root / f"r{round}" / f"c{k}"
         sft = {**SFT, "seed": 100 * round + k}
-        budget = budgets[k] if budgets else None
+        budget = steps_taken(budgets[k]) if budgets else None
         train_from_manifest(manifest, MODEL, folder, sft, start, progress=False,
                             budget=budget)  # fmt: skip
         clients.append(folder)

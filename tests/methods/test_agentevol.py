@@ -139,11 +139,15 @@ def test_the_matched_control_shares_the_base_agent_and_copies_each_iterations_st
     # iteration m: the expert set, for as many steps as AgentEvol's iteration m
     for r in (1, 2):
         assert agentevol.pooled_manifest(LAYOUT, matched, r) == "r/expert/manifest.json"
-        assert agentevol.budget_adapter(LAYOUT, matched, r) == (
-            f"r/agentevol/round={r}/global/adapter"
-        )
+        # its steps: counted from AgentEvol's iteration-r data set and settings
+        manifest, sft = agentevol.budget_job(LAYOUT, matched, m, r)
+        assert manifest == f"r/agentevol/round={r}/global/dataset.json"
+        assert sft == agentevol.sft(m["agentevol"], r) and sft.epochs == 1
         assert agentevol.start_adapter(LAYOUT, matched, r) is None  # backbone
-    assert agentevol.budget_adapter(LAYOUT, m["agentevol"], 1) is None
+    assert agentevol.budget_job(LAYOUT, chained, m, 1)[0] == (
+        "r/continue/round=1/global/dataset.json"
+    )
+    assert agentevol.budget_job(LAYOUT, m["agentevol"], m, 1) is None
     # from where the named method starts: continue-from-last chains its own
     assert chained.options["init_from"] == "previous"
     assert (

@@ -194,13 +194,17 @@ def test_matched_budget_clients_read_the_exploring_clients_steps():
     m = methods_from_config(config)
 
     # Execute / Assert: the same round and env of the method it copies
-    assert fedse.budget_adapter(LAYOUT, m["fedit_matched"], 2, "maze") == (
-        "results/x/fedse/round=2/client=maze/adapter"
+    # (its buffer and SFT settings, from which the steps are counted)
+    assert fedse.budget_job(LAYOUT, m["fedit_matched"], m, 2, "maze") == (
+        "results/x/fedse/round=2/client=maze/buffer.json",
+        m["fedse"].sft_for(2, "maze"),
     )
-    assert fedse.budget_adapter(LAYOUT, m["mine"], 1, "wordle") == (
-        "results/x/late/round=1/client=wordle/adapter"
+    assert fedse.budget_job(LAYOUT, m["mine"], m, 1, "wordle") == (
+        "results/x/late/round=1/client=wordle/buffer.json",
+        m["late"].sft_for(1, "wordle"),
     )
-    assert fedse.budget_adapter(LAYOUT, m["fedse"], 2, "maze") is None
+    assert fedse.budget_job(LAYOUT, m["fedse"], m, 2, "maze") is None
+    assert fedse.budget_job(LAYOUT, m["fedit_matched"], m, 2) is None  # pooled
     assert m["random"].options["samples"] == fedse.RANDOM_SAMPLES == 20
 
 

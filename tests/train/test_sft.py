@@ -12,7 +12,7 @@ from evoflow.policy.models import resolve_model
 from evoflow.rollout.expert import expert_demos
 from evoflow.train import SFTConfig, train_sft
 from evoflow.train.sft_data import IGNORE, Example, encode, encode_within, render
-from evoflow.train.sft_trainer import _step_groups
+from evoflow.train.steps import step_groups
 
 QWEN3_TEMPLATE = Path(__file__).parents[1] / "fixtures" / "qwen3_chat_template.jinja"
 EMPTY_THINK = "<think>\n\n</think>\n\n"
@@ -86,12 +86,12 @@ def test_actions_only_turns_are_learned_from_their_action_tag_on(tokenizer):
 
 
 def test_explored_thoughts_off_masks_explored_chats_only(tokenizer, chats):
-    from evoflow.train.sft_trainer import _encode_all
+    from evoflow.train.sft_data import encode_all
 
     # Execute: the same expert chat, once as a demonstration, once as explored
     pairs = [(chats[0], False), (chats[0], True)]
-    demo, found = _encode_all(tokenizer, pairs, 4096, explored_thoughts=False)[0]
-    both = _encode_all(tokenizer, pairs, 4096)[0]
+    demo, found = encode_all(tokenizer, pairs, 4096, explored_thoughts=False)[0]
+    both = encode_all(tokenizer, pairs, 4096)[0]
 
     # Assert: the demonstration keeps its thoughts; the explored copy learns
     # each reply's "Action: ..." line and end-of-turn marker alone
@@ -124,7 +124,7 @@ def long_chat() -> list[dict]:
 
 
 def test_explored_thoughts_off_keeps_only_actions_in_a_cut_episode(tokenizer):
-    from evoflow.train.sft_trainer import _encode_all
+    from evoflow.train.sft_data import encode_all
 
     # Set up: an explored episode of 5 thought-and-action replies, too long
     replies = [f"Thought: I will leave {k}.\nAction: leave {k}" for k in range(1, 6)]
@@ -135,7 +135,7 @@ def test_explored_thoughts_off_keeps_only_actions_in_a_cut_episode(tokenizer):
     limit = len(encode(tokenizer, chat).input_ids) - 10
 
     # Execute
-    (example,), cut, dropped = _encode_all(tokenizer, [(chat, True)], limit, False)
+    (example,), cut, dropped = encode_all(tokenizer, [(chat, True)], limit, False)
 
     # Assert: cut to its latest replies, of which only the actions are learned
     kept = range(example.cut_turns + 1, 6)
@@ -390,9 +390,9 @@ def test_fixed_steps_cycle_small_buffers_and_sample_large_ones():
     examples = [Example([1] * n, [1] * n, 0) for n in (3, 5, 7)]
 
     # Execute
-    small = _step_groups(examples, SFTConfig(steps=8, batch_size=1))
-    large = _step_groups(examples, SFTConfig(steps=2, batch_size=1, epochs=5))
-    accumulated = _step_groups(examples, SFTConfig(steps=2, batch_size=1, grad_accum=2))
+    small = step_groups(examples, SFTConfig(steps=8, batch_size=1))
+    large = step_groups(examples, SFTConfig(steps=2, batch_size=1, epochs=5))
+    accumulated = step_groups(examples, SFTConfig(steps=2, batch_size=1, grad_accum=2))
 
     # Assert: 8 steps are 3 whole passes cut at 8 (3 + 3 + 2 uses), each pass
     # a permutation; 2 steps use 2 distinct examples whatever epochs says; with
@@ -414,9 +414,9 @@ def test_explored_steps_add_a_budget_of_their_own_beside_the_demonstrations():
     config = SFTConfig(steps=8, explored_steps=4, batch_size=1, epochs=2)
 
     # Execute
-    many = _step_groups(demos + found, config)
-    one = _step_groups(demos + found[:1], config)
-    none = _step_groups(demos, config)
+    many = step_groups(demos + found, config)
+    one = step_groups(demos + found[:1], config)
+    none = step_groups(demos, config)
 
     # Assert: the demonstrations keep their 8 steps (two passes over 4) however
     # many explored episodes there are; the explored ones add min(4, 2 passes):

@@ -77,3 +77,46 @@ def tiny_copy(tiny_run, tmp_path) -> Path:
     copy = tmp_path / "run"
     shutil.copytree(tiny_run, copy, symlinks=True)
     return copy
+
+
+def run_log(workdir: Path) -> str:
+    """The text of the last Snakemake run's log in ``workdir``."""
+    return sorted((workdir / ".snakemake/log").glob("*.snakemake.log"))[-1].read_text()
+
+
+def queue_jumps(log: str, chain_rules: set[str], leaf_rules: set[str]) -> list[str]:
+    """Jobs of ``leaf_rules`` that a run's scheduler started while a job of
+    ``chain_rules`` was ready (every input made, or not made by the run) and
+    left waiting: one line per such batch. Reads a log of job blocks."""
+    jobs, batches, current = {}, [], None
+    for line in log.splitlines():
+        text = line.strip()
+        if text.startswith(("rule ", "localrule ")) and text.endswith(":"):
+            current = {"rule": text.split()[1].rstrip(":"), "input": [], "output": []}
+        elif current is not None and text.startswith(("input:", "output:")):
+            key, _, files = text.partition(":")
+            current[key] = [f.strip() for f in files.split(",") if f.strip()]
+        elif current is not None and text.startswith("jobid:"):
+            jobs[text.split()[1]] = current
+            if not batches or batches[-1][0] != "start":
+                batches.append(("start", []))
+            batches[-1][1].append(text.split()[1])
+            current = None
+        elif text.startswith("Finished jobid:"):
+            batches.append(("finish", [text.split()[2]]))
+    maker = {out: job for job, spec in jobs.items() for out in spec["output"]}
+    done, started, jumps = set(), set(), []
+    for kind, ids in batches:
+        if kind == "finish":
+            done.update(ids)
+            continue
+        started.update(ids)
+        ready = [j for j, spec in jobs.items() if spec["rule"] in chain_rules
+                 and j not in started
+                 and all(maker.get(f) in done or f not in maker for f in spec["input"])]  # fmt: skip
+        others = [jobs[j]["rule"] for j in ids if jobs[j]["rule"] in leaf_rules]
+        if ready and others:
+            jumps.append(
+                f"{others} started while {[jobs[j]['rule'] for j in ready]} waited"
+            )
+    return jumps

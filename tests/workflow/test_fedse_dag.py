@@ -17,7 +17,15 @@ import yaml
 from evoflow import warmstart
 from evoflow.seeding import derive_seed
 from evoflow.store.query import connect
-from tests.workflow.conftest import ROOT, TINY, dry_run_jobs, planned_jobs, snakemake
+from tests.workflow.conftest import (
+    ROOT,
+    TINY,
+    dry_run_jobs,
+    planned_jobs,
+    queue_jumps,
+    run_log,
+    snakemake,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -87,7 +95,8 @@ def test_deleting_one_client_adapter_reruns_only_what_depends_on_it(
     jobs = planned_jobs(tiny_copy)
 
     # Assert: that client, its round's aggregate and everything after it in
-    # Fed-SE, and the matched-budget control's client, which reads its steps
+    # Fed-SE, and the matched-budget control's clients from round 2 on, which
+    # count their steps from Fed-SE's round-2 buffers (round 1's buffer stands)
     rules = sorted(
         {
             (rule, out.split("/")[2], out.split("/")[3])
@@ -102,14 +111,10 @@ def test_deleting_one_client_adapter_reruns_only_what_depends_on_it(
         "round=1",
     ) not in rules  # exploration came before training
     assert {m for _, m, _ in rules} == {"fedse", "fedit_matched"}  # no other method
-    assert ("train_client", "fedit_matched", "round=1") in rules
-    assert sum(1 for r, m, rnd in rules
-               if r == "train_client" and rnd == "round=1" and m == "fedse") == 1  # fmt: skip
+    assert ("train_client", "fedit_matched", "round=1") not in rules
+    assert ("train_client", "fedit_matched", "round=2") in rules
     maze = [out for rule, out in jobs if rule == "train_client" and "round=1" in out]
-    assert sorted(maze) == [
-        "results/tiny/fedit_matched/round=1/client=maze/adapter",
-        "results/tiny/fedse/round=1/client=maze/adapter",
-    ]  # only the maze client of each
+    assert maze == ["results/tiny/fedse/round=1/client=maze/adapter"]  # that one only
     ledger = tiny_copy / "logs/tiny/bench" / warmstart.LEDGER
     notes = ledger.read_text()
     snakemake(tiny_copy, env={**os.environ, warmstart.SWITCH_VAR: "0"})
@@ -119,6 +124,13 @@ def test_deleting_one_client_adapter_reruns_only_what_depends_on_it(
     # and evaluation of Fed-SE, in another directory, each job in a process of its
     # own) rebuilds what the warm-started run made.
     assert_same_results(tiny_run, tiny_copy)
+
+
+def test_no_evaluation_goes_before_a_ready_step_of_a_chain(tiny_run):
+    # what a next round waits on (exploration, client training, aggregation)
+    # starts before any evaluation whenever both are ready
+    chains = {"explore", "train_client", "train_pooled", "aggregate"}
+    assert queue_jumps(run_log(tiny_run), chains, {"evaluate"}) == []
 
 
 def test_every_job_of_a_local_run_started_warm(tiny_run):

@@ -18,7 +18,8 @@ matched         "trained longer": AgentEvol's chain (``budget_of``, default
 ``AgentTraj-SFT, matched budget`` shares the named AgentEvol method's base
 agent (its round 0, trained and evaluated once) and then, iteration by
 iteration, learns the expert set alone for exactly as many optimizer steps as
-that method's iteration m took (read at run time from its ``training.json``),
+that method's iteration m takes (counted at run time from that iteration's
+data set and settings, ``budget_job``, so it runs beside that iteration),
 from where that method's iteration starts (its ``init_from``: the backbone,
 the base agent, or the control's own iteration m-1), under the same cosine
 schedule and the same SFT seed. What is left between the two is the data.
@@ -142,11 +143,15 @@ def settings(method: Method) -> AgentEvolSettings:
     return AgentEvolSettings(**own)
 
 
-def budget_adapter(layout: Layout, method: Method, round: int) -> str | None:
-    """The adapter whose ``training.json`` gives a matched iteration its steps."""
+def budget_job(
+    layout: Layout, method: Method, methods: dict[str, Method], round: int
+) -> tuple[str, SFTConfig] | None:
+    """The training job a matched iteration takes its steps from — the named
+    AgentEvol method's iteration — as its manifest and SFT settings."""
     if not method.kind.matched:
         return None
-    return layout.global_adapter(method.options["budget_of"], round)
+    other = methods[method.options["budget_of"]]
+    return pooled_manifest(layout, other, round), sft(other, round)
 
 
 def trained_rounds(method: Method) -> list[int]:

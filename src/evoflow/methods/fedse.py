@@ -42,9 +42,10 @@ steps plus up to ``explored_steps`` more on what it explored, so in a round
 where exploration found successes it trains longer than a FedIT client. Each
 client of ``fedit_matched`` trains, in each round, on the expert demos alone for
 exactly as many optimizer steps as the client of the same env and round of the
-method named by ``budget_of`` (default ``fedse``) took — read at run time from
-that client's ``training.json`` — under the same cosine schedule over those
-steps and the same SFT seed. What is left between the two is the data.
+method named by ``budget_of`` (default ``fedse``) takes — counted at run time
+from that client's buffer and settings (``budget_job``), so it need not wait
+for that client's training — under the same cosine schedule over those steps
+and the same SFT seed. What is left between the two is the data.
 
 ``random`` plays every test task ``samples`` times (default 20), each with its
 own seed, so its row is chance measured over many draws, not one.
@@ -64,6 +65,7 @@ from __future__ import annotations
 from evoflow.fed.settings import AggregationSettings
 from evoflow.methods.base import Kind, Method, buffer_sources, evaluation_files
 from evoflow.methods.layout import Layout
+from evoflow.train.sft_config import SFTConfig
 
 FAMILY = "fedse"
 KINDS = (
@@ -125,14 +127,17 @@ def link(method: Method, methods: dict[str, Method]) -> Method:
     return method
 
 
-def budget_adapter(
-    layout: Layout, method: Method, round: int, env: str | None = None
-) -> str | None:
-    """The client adapter whose ``training.json`` gives a matched-budget
-    client its steps (None for every other kind, and for pooled jobs)."""
+def budget_job(
+    layout: Layout, method: Method, methods: dict[str, Method], round: int,
+    env: str | None = None,
+) -> tuple[str, SFTConfig] | None:  # fmt: skip
+    """The training job a matched-budget client takes its steps from — the
+    exploring method's client of the same round and env — as its manifest and
+    SFT settings (None for every other kind, and for pooled jobs)."""
     if not method.kind.matched or env is None:
         return None
-    return layout.client(method.options["budget_of"], round, env, "adapter")
+    other = methods[method.options["budget_of"]]
+    return train_manifest(layout, other, round, env), sft(other, round, env)
 
 
 def trained_rounds(method: Method) -> list[int]:

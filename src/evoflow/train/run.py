@@ -9,7 +9,9 @@ from pathlib import Path
 from evoflow.provenance import sha256_file
 from evoflow.store import Episode, load_episodes, table_to_episodes
 from evoflow.train.sft_config import SFTConfig
+from evoflow.train.sft_data import encode_all
 from evoflow.train.sft_trainer import train_sft
+from evoflow.train.steps import step_groups
 
 log = logging.getLogger(__name__)
 
@@ -23,32 +25,32 @@ def train_from_manifest(
     loss_log: str | Path | None = None,
     threads: int = 1,
     progress: bool = True,
-    budget: str | Path | None = None,
+    budget: int | None = None,
+    budget_from: str | None = None,
 ) -> dict:
     """LoRA SFT on every episode a manifest selects (hashes verified on read).
 
     ``training.json`` in the adapter folder records the manifest's sha256 and the
     counts of ``buffer_counts`` (one of them is the weight of weighted averaging).
-    With ``budget`` (another job's adapter folder) the job takes exactly as many
-    optimizer steps as that job did (``budget_steps``), cycled over this job's
-    episodes under the same schedule, whatever ``sft`` says of steps.
+    With ``budget`` the job takes exactly that many optimizer steps (another
+    job's: ``planned_steps`` or ``budget_steps``, named by ``budget_from``),
+    cycled over this job's episodes under the same schedule, whatever ``sft``
+    says of steps.
     """
     from evoflow.runtime import configure_threads
 
     configure_threads(threads)
     extra = {}
     if budget is not None:
-        steps = budget_steps(budget)
+        if not isinstance(budget, int) or budget < 1:
+            raise ValueError(f"budget must be a positive step count, got {budget!r}")
         sft = {
             **{k: v for k, v in sft.items() if k != "explored_steps"},
-            "steps": steps,
+            "steps": budget,
         }
-        extra = {"budget_from": str(budget), "budget_steps": steps}
+        extra = {"budget_from": budget_from, "budget_steps": budget}
     episodes = table_to_episodes(load_episodes(manifest))
-    chats = [
-        [{"role": m.role, "content": m.content, "loss": m.loss} for m in e.messages]
-        for e in episodes
-    ]
+    chats = [_chat(e) for e in episodes]
     log.info("train: %d episodes from %s", len(chats), manifest)
     metadata = {
         "buffer_manifest": str(manifest),
@@ -67,6 +69,35 @@ def train_from_manifest(
         progress,
         explored=[e.source != "expert" for e in episodes],
     )
+
+
+def _chat(episode: Episode) -> list[dict]:
+    return [
+        {"role": m.role, "content": m.content, "loss": m.loss} for m in episode.messages
+    ]
+
+
+def planned_steps(manifest: str | Path, model: str, sft: dict) -> int:
+    """The optimizer steps a training job with settings ``sft`` on
+    ``manifest`` takes, counted without training: they follow from its
+    examples (tokenized as the job would) and the settings alone. A matched-
+    budget job reads another job's steps so, and need not wait for it."""
+    from transformers import AutoTokenizer
+
+    from evoflow.policy.models import resolve_model
+
+    config = SFTConfig(**sft)
+    episodes = table_to_episodes(load_episodes(manifest))
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model(model))
+    pairs = [(_chat(e), e.source != "expert") for e in episodes]
+    examples = encode_all(
+        tokenizer, pairs, config.max_length, config.explored_thoughts
+    )[0]
+    steps = len(step_groups(examples, config))
+    if steps < 1:
+        raise ValueError(f"{manifest}: a job with these settings trains no step "
+                         f"({len(episodes)} episodes, {len(examples)} trainable)")  # fmt: skip
+    return steps
 
 
 def buffer_counts(episodes: list[Episode]) -> dict[str, int]:

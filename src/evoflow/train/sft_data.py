@@ -18,11 +18,13 @@ tag, or with more than one (a reply the ReAct parser refuses), is not learned.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, replace
 
 from evoflow.envs.formats import ACTION_TAG
 
 IGNORE = -100
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -174,3 +176,39 @@ def _encode_cut(tokenizer, opening: list[dict], kept: list[dict]) -> Example:
         task = opening[-1]
         joined = {**task, "content": f"{task['content']}\n\n{kept[0]['content']}"}
         return encode(tokenizer, [*opening[:-1], joined, *kept[1:]])
+
+
+def encode_all(
+    tokenizer, chats, max_length: int, explored_thoughts: bool = True
+) -> tuple[list[Example], int, int]:
+    """``chats``: (chat, explored) pairs; each kept example carries its flag.
+    Without ``explored_thoughts`` an explored chat's replies are learned from
+    their Action tag on; replies without one tag teach nothing."""
+    examples, cut, dropped, untagged = [], 0, 0, 0
+    for chat, explored in chats:
+        actions_only = explored and not explored_thoughts
+        if actions_only:
+            chat = [{**m, "actions_only": True} for m in chat]
+        example = encode_within(tokenizer, chat, max_length)
+        if example is None:
+            dropped += 1
+        elif example.trained_tokens:
+            cut += example.cut_turns > 0
+            examples.append(replace(_trim(example), explored=explored))
+        else:
+            untagged += actions_only
+    if untagged:
+        log.warning(
+            "train: %d explored episodes are not trained: explored_thoughts is "
+            "off and none of their replies has one 'Action:' tag",
+            untagged,
+        )
+    return examples, cut, dropped
+
+
+def _trim(example: Example) -> Example:
+    """Drop the tokens after the last labelled one: nothing learns from them."""
+    last = max(i for i, label in enumerate(example.labels) if label != IGNORE)
+    return Example(
+        example.input_ids[: last + 1], example.labels[: last + 1], example.cut_turns
+    )

@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -34,10 +32,10 @@ from evoflow.atomic import atomic_path
 from evoflow.policy.attention import attention_implementation
 from evoflow.policy.models import resolve_model
 from evoflow.precision import resolve_dtype
-from evoflow.seeding import py_random
 from evoflow.train.lm_loss import linear_cross_entropy
 from evoflow.train.sft_config import SFTConfig
-from evoflow.train.sft_data import IGNORE, Example, encode_within
+from evoflow.train.sft_data import IGNORE, Example, encode_all
+from evoflow.train.steps import step_groups
 
 log = logging.getLogger(__name__)
 METADATA = "training.json"
@@ -83,7 +81,7 @@ def train_sft(
     torch.manual_seed(config.seed)
     tokenizer, peft_model = load_lora_model(model, config, init_adapter)
     flags = explored if explored is not None else [False] * len(chats)
-    examples, cut, dropped = _encode_all(
+    examples, cut, dropped = encode_all(
         tokenizer,
         list(zip(chats, flags, strict=True)),
         config.max_length,
@@ -196,107 +194,6 @@ def with_lora(base, config, init_adapter):
     return get_peft_model(base, lora)
 
 
-def _encode_all(
-    tokenizer, chats, max_length: int, explored_thoughts: bool = True
-) -> tuple[list[Example], int, int]:
-    """``chats``: (chat, explored) pairs; each kept example carries its flag.
-    Without ``explored_thoughts`` an explored chat's replies are learned from
-    their Action tag on; replies without one tag teach nothing."""
-    examples, cut, dropped, untagged = [], 0, 0, 0
-    for chat, explored in chats:
-        actions_only = explored and not explored_thoughts
-        if actions_only:
-            chat = [{**m, "actions_only": True} for m in chat]
-        example = encode_within(tokenizer, chat, max_length)
-        if example is None:
-            dropped += 1
-        elif example.trained_tokens:
-            cut += example.cut_turns > 0
-            examples.append(replace(_trim(example), explored=explored))
-        else:
-            untagged += actions_only
-    if untagged:
-        log.warning(
-            "train: %d explored episodes are not trained: explored_thoughts is "
-            "off and none of their replies has one 'Action:' tag",
-            untagged,
-        )
-    return examples, cut, dropped
-
-
-def _trim(example: Example) -> Example:
-    """Drop the tokens after the last labelled one: nothing learns from them."""
-    last = max(i for i, label in enumerate(example.labels) if label != IGNORE)
-    return Example(
-        example.input_ids[: last + 1], example.labels[: last + 1], example.cut_turns
-    )
-
-
-def _batches(
-    examples: list[Example], config: SFTConfig, epoch: int, stream: str = "sft-order"
-) -> list[list[Example]]:
-    """Length-sorted micro-batches, in a seeded random order per epoch."""
-    order = sorted(range(len(examples)), key=lambda i: (len(examples[i].input_ids), i))
-    batches = [
-        [examples[i] for i in order[k : k + config.batch_size]]
-        for k in range(0, len(order), config.batch_size)
-    ]
-    py_random(config.seed, stream, epoch).shuffle(batches)
-    return batches
-
-
-def _step_groups(examples: list[Example], config: SFTConfig) -> list[list]:
-    """Micro-batches grouped per optimizer step: over all (fractional) epochs;
-    or cycled over as many passes as ``config.steps`` needs; or, with
-    ``config.explored_steps``, ``steps`` cycled over the expert demonstrations
-    and up to ``explored_steps`` (``epochs`` passes at most) over the explored
-    episodes, the two mixed in a seeded order."""
-    if config.steps and config.explored_steps:
-        micro = _mixed(examples, config)
-    elif config.steps:
-        micro = _cycled(examples, config.steps * config.grad_accum, config)
-    else:
-        micro = _epoch_batches(examples, config)
-    return [
-        micro[k : k + config.grad_accum]
-        for k in range(0, len(micro), config.grad_accum)
-    ]
-
-
-def _cycled(
-    examples: list[Example], wanted: int, config: SFTConfig, stream: str = "sft-order"
-) -> list[list[Example]]:
-    """``wanted`` micro-batches: passes over ``examples``, each in a new order."""
-    if not examples:
-        return []
-    per_pass = math.ceil(len(examples) / config.batch_size)
-    passes = math.ceil(wanted / per_pass)
-    micro = [b for e in range(passes) for b in _batches(examples, config, e, stream)]
-    return micro[:wanted]
-
-
-def _mixed(examples: list[Example], config: SFTConfig) -> list[list[Example]]:
-    """The demonstrations' budget (``steps``) and the explored episodes' own
-    (``explored_steps``, at most ``epochs`` passes), shuffled together."""
-    demos = [e for e in examples if not e.explored]
-    found = [e for e in examples if e.explored]
-    most = math.ceil(config.epochs * math.ceil(len(found) / config.batch_size))
-    extra = min(config.explored_steps * config.grad_accum, most)
-    micro = _cycled(demos, config.steps * config.grad_accum, config)
-    micro += _cycled(found, extra, config, "sft-explored-order")
-    py_random(config.seed, "sft-mix").shuffle(micro)
-    return micro
-
-
-def _epoch_batches(examples: list[Example], config: SFTConfig) -> list[list]:
-    full_epochs = math.ceil(config.epochs)
-    per_epoch = [_batches(examples, config, e) for e in range(full_epochs)]
-    if config.epochs < full_epochs:  # a fractional last epoch
-        keep = max(1, round(len(per_epoch[-1]) * (config.epochs - full_epochs + 1)))
-        per_epoch[-1] = per_epoch[-1][:keep]
-    return [b for epoch in per_epoch for b in epoch]
-
-
 def _optimise(
     model, examples, config: SFTConfig, pad_id: int, loss_log, progress: bool
 ):
@@ -307,7 +204,7 @@ def _optimise(
             "train: no trainable examples; the adapter keeps its starting weights"
         )
         return 0, [], 0
-    groups = _step_groups(examples, config)
+    groups = step_groups(examples, config)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(
         params, lr=config.learning_rate, weight_decay=config.weight_decay
