@@ -57,6 +57,11 @@ def test_config_plans_the_same_jobs_as_before(name):
 
 
 if __name__ == "__main__":
+    import os
+
+    # the dry runs print job blocks only with this set (tests/conftest.py sets
+    # it for pytest): without it every plan would come out empty
+    os.environ["EVOFLOW_JOB_BLOCKS"] = "1"
     SNAPSHOT.parent.mkdir(exist_ok=True)
     plans = {name: recorded(name, plan(path)) for name, path in sorted(CONFIGS.items())}
     lines = ",\n".join(
