@@ -40,10 +40,11 @@ wildcard_constraints:
     expert_set="|".join(EXPERT_SETS),
 
 
-# The priority of the jobs a method's next step waits on (exploration, training,
-# aggregation, RL spans). With more jobs ready than cores, they go before the
-# leaves (evaluations, reports: priority 0), which no job waits on, so a chain
-# -- the run's critical path -- never queues behind an evaluation.
+# The priority of the jobs a method's next step waits on (expert data and
+# manifests, exploration and its buffers, training, aggregation, RL spans;
+# Helmsman's data, plan, code and repair). With more jobs ready than cores, they
+# go before the leaves (evaluations, reports: priority 0), which no job waits
+# on, so a chain -- the run's critical path -- never queues behind an evaluation.
 CHAIN = 1
 
 

@@ -43,6 +43,7 @@ rule buffer:
     params:
         select=lambda wc: family(method_of(wc)).buffer_select(method_of(wc)),
     localrule: True
+    priority: CHAIN
     message:
         job_message("buffer {wildcards.method} round {wildcards.round}: client {wildcards.env}")
     conda:

@@ -19,7 +19,7 @@ rule train_client:
     params:
         model=config["model"]["name"],
         budget_sft=budget_sft,
-        sft=lambda wc: method_of(wc).sft_for(int(wc.round), wc.env).to_dict(),
+        sft=lambda wc: family(method_of(wc)).sft(method_of(wc), int(wc.round), wc.env).to_dict(),
         loss_log=f"{LOGS}/{{method}}/round={{round}}/train/{{env}}.loss.jsonl",
     threads: 1
     priority: CHAIN

@@ -17,6 +17,7 @@ rule helm_data:
         f"{LOGS}/helmsman/{{task}}/data.log",
     params:
         seeds=HELM_SEEDS,
+    priority: CHAIN
     message:
         job_message("Helmsman {wildcards.task}: data of every seed")
     conda:
@@ -53,6 +54,7 @@ rule helm_plan:
         calls=f"{HELM}/{{task}}/calls.jsonl",
         approval=f"{HELM}/{{task}}/approval.json",
     threads: 1
+    priority: CHAIN
     message:
         job_message("Helmsman {wildcards.task}: the agents plan")
     conda:
@@ -72,6 +74,7 @@ rule helm_code:
         config=config,
         calls=f"{HELM}/{{task}}/calls.jsonl",
     threads: 1
+    priority: CHAIN
     message:
         job_message("Helmsman {wildcards.task}: the agents write the code")
     conda:
@@ -94,6 +97,7 @@ rule helm_refine:
         config=config,
         calls=f"{HELM}/{{task}}/calls.jsonl",
     threads: 1
+    priority: CHAIN
     message:
         job_message("Helmsman {wildcards.task}: simulate, diagnose, repair")
     conda:

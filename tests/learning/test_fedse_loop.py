@@ -12,7 +12,9 @@ from the global adapter, and the server averages the two. The control is FedIT
 with the matched budget (the workflow's ``fedit_matched``): its clients train
 on their demonstration alone, from its own global adapter, for exactly as many
 optimizer steps as the Fed-SE client of that round took (``train_from_manifest``
-with ``budget=``, read from that client's ``training.json``), under the same
+with ``budget=``; read here from that client's ``training.json``, where the
+workflow counts them beforehand with ``planned_steps``: the same count,
+tests/train/test_run.py), under the same
 cosine schedule and the same SFT seed. So what differs between the two is what
 they train on — their own successes — not how long. Both final global adapters
 then play 20 held-out GoTo test tasks greedily. Episodes end after 6 turns.
@@ -38,7 +40,6 @@ matched FedIT 7 (16 min; it prints the counts). Broken on purpose twice:
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -53,7 +54,7 @@ from evoflow.rollout.expert import expert_demos
 from evoflow.seeding import choose
 from evoflow.store import ShardMeta, load_episodes, write_shard
 from evoflow.store.manifest import build_buffer, read_manifest, write_shards_manifest
-from evoflow.train.run import train_from_manifest
+from evoflow.train.run import budget_steps, train_from_manifest
 
 pytestmark = pytest.mark.slow
 MODEL = "smollm2-135m-instruct"
@@ -95,7 +96,7 @@ def federated_round(root, round, sources, start, budgets=None):
     for k, manifest in enumerate(sources):
         folder = root / f"r{round}" / f"c{k}"
         sft = {**SFT, "seed": 100 * round + k}
-        budget = steps_taken(budgets[k]) if budgets else None
+        budget = budget_steps(budgets[k]) if budgets else None
         train_from_manifest(manifest, MODEL, folder, sft, start, progress=False,
                             budget=budget)  # fmt: skip
         clients.append(folder)
@@ -124,10 +125,6 @@ def explore_round(policy, root, round, buffers, start) -> list[dict]:
     return infos
 
 
-def steps_taken(folder: Path) -> int:
-    return json.loads((folder / "training.json").read_text())["optimizer_steps"]
-
-
 def test_fedse_explored_successes_lift_held_out_success_above_matched_fedit(tmp_path):
     policy = make_policy("hf", MODEL, max_context=2048, batch_size=WIDTH)
     try:
@@ -145,8 +142,8 @@ def test_fedse_explored_successes_lift_held_out_success_above_matched_fedit(tmp_
             matched = federated_round(
                 tmp_path / "matched", round, seeds, matched, clients
             )
-            steps.append([steps_taken(c) for c in clients])
-            assert steps[-1] == [steps_taken(tmp_path / "matched" / f"r{round}" / f"c{k}")
+            steps.append([budget_steps(c) for c in clients])
+            assert steps[-1] == [budget_steps(tmp_path / "matched" / f"r{round}" / f"c{k}")
                                  for k in range(CLIENTS)]  # fmt: skip
         tasks = eval_tasks(ENV, TEST, 0, strata=STRATA)
         held = {name: sum(e.success for e in rollouts(policy, tasks, adapter, 0.0, 0, "test"))
