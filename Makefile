@@ -83,7 +83,7 @@ test: lint
 	# Debian's bubblewrap: the sandbox's OS isolation (its tests fail without it).
 	bash scripts/setup/bubblewrap.sh
 	# One worker per core; tests/scheduling.py says which tests go together.
-	pytest -n $(CORES) --durations=30
+	pytest -n $(CORES) --durations=0 --durations-min=10
 
 clean:
 	rm -rf $(VENV) .venv-vllm .snakemake build/site

@@ -15,6 +15,7 @@ rule sage_data:
         f"{LOGS}/sage_data.log",
     params:
         settings=sage_settings(),
+    priority: CHAIN
     message:
         job_message("SAGE data: seed pool, held-out and validation problems")
     conda:

@@ -2,7 +2,9 @@
 
 A config under ``config/study/`` is an ordinary experiment plus a ``study``
 section: the seeds (never ones used to choose a setting) and the paper's claims
-it measures, each a pair of methods and the direction the paper reports::
+it measures, each a pair of methods and the direction the paper reports (a
+side is a method's final evaluation, or ``method@round`` for an earlier one,
+such as the start it trained from)::
 
     study:
       seeds: [100, 101, 102, 103, 104]
@@ -87,10 +89,16 @@ def study_of(config: dict, source: str = "config") -> Study:
     for i, entry in enumerate(section["claims"]):
         claim = Claim(**entry)
         for side in (claim.a, claim.b):
-            if side not in config["methods"]:
+            method, at, round = side.partition("@")
+            if method not in config["methods"]:
                 raise ConfigError(
-                    f"{source}: key 'study.claims[{i}]': {side!r} is not a configured "
+                    f"{source}: key 'study.claims[{i}]': {method!r} is not a configured "
                     f"method ({', '.join(config['methods'])})"
+                )
+            if at and not round.isdigit():
+                raise ConfigError(
+                    f"{source}: key 'study.claims[{i}]': {side!r} names no round "
+                    "(method@round, e.g. agentevol@0)"
                 )
         claims.append(claim)
     return Study(config["experiment"], seeds, tuple(claims))

@@ -87,6 +87,10 @@ def test_verdicts_follow_the_papers_direction():
 def test_a_study_names_what_is_wrong_with_it():
     with pytest.raises(ConfigError, match="'nope' is not a configured method"):
         study_of(config(claims=[{"claim": "x", "a": "nope", "b": "fedit"}]))
+    with pytest.raises(ConfigError, match="'fedse@last' names no round"):
+        study_of(config(claims=[{"claim": "x", "a": "fedse", "b": "fedse@last"}]))
+    with pytest.raises(ConfigError, match="'nope' is not a configured method"):
+        study_of(config(claims=[{"claim": "x", "a": "nope@0", "b": "fedit"}]))
     with pytest.raises(ConfigError, match="repeats a seed"):
         study_of(config(seeds=(100, 100)))
     with pytest.raises(ConfigError, match="seed 0 is the config's own seed"):
@@ -150,3 +154,25 @@ def test_only_a_marked_helmsman_study_is_reported():
         phenomena_report(["config/helmsman.yaml"])
     with pytest.raises(ConfigError, match="runs its seeds inside one experiment"):
         study_of(load_config(HELMSMAN), HELMSMAN)
+
+
+def test_a_claim_can_name_an_earlier_round_of_a_method(tmp_path):
+    # Prepare: each seed's report also holds Fed-SE's round-0 evaluation (the
+    # start it trained from): seed 100 +50 points over it, seed 101 +25
+    claims = [{"claim": "Fed-SE above its start", "a": "fedse", "b": "fedse@0"}]
+    study = study_of(config(seeds=(100, 101), claims=claims))
+    for seed, start in ((100, [1, 0, 0, 0]), (101, [1, 1, 0, 0])):
+        seed_report(tmp_path, seed, [1, 1, 1, 0], [0, 0, 0, 0])
+        with (tmp_path / f"st-s{seed}" / "outcomes.csv").open("a") as out:
+            out.writelines(f"fedse,0,maze,t{i},{v},1\n" for i, v in enumerate(start))
+
+    # Execute
+    [found] = measure(study, tmp_path)
+
+    # Assert: round 5 (the final) against round 0, paired per seed over 4 tasks
+    assert found.estimate.per_run == pytest.approx((0.5, 0.25))
+    assert found.tasks == 8 and found.problem == ""
+    assert "(fedse − fedse@0) | +37.5 |" in markdown([found])
+    (tmp_path / "st-s101" / "outcomes.csv").write_text(HEADER + "fedse,5,maze,t0,1,1\n")
+    [lacking] = measure(study, tmp_path)
+    assert lacking.estimate is None and "'fedse@0' is not in" in lacking.problem

@@ -16,7 +16,8 @@ import torch
 from safetensors.torch import load_file
 
 from evoflow.store.shards import read_shard
-from tests.workflow.conftest import ROOT, dry_run_jobs, planned_jobs, snakemake
+from tests.workflow.conftest import ROOT, dry_run_jobs, planned_jobs, run_log, snakemake
+from tests.workflow.queue import replay
 
 pytestmark = pytest.mark.slow
 CONFIG = ROOT / "tests" / "configs" / "tiny_fedrl.yaml"
@@ -128,3 +129,10 @@ def test_a_lost_client_span_reruns_alone_and_the_server_reads_adapters_only(
         f"{RESULTS}/fedrl_grpo/round=1/global/comm.json",
         *(f"{RESULTS}/fedrl_grpo/round=2/client={e}/adapter" for e in sorted(CLIENTS)),
     ]
+
+
+def test_every_job_another_waits_on_goes_first(run):
+    # a job whose output another job (not a report) reads carries the chain
+    # priority, and no job of priority 0 started while one of those waited
+    queue = replay(run_log(run))
+    assert queue.jumps == [] and queue.unprioritised == []

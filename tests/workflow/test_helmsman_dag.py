@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from tests.workflow.conftest import ROOT, planned_jobs, snakemake
+from tests.workflow.conftest import ROOT, planned_jobs, run_log, snakemake
+from tests.workflow.queue import replay
 
 pytestmark = pytest.mark.slow
 CONFIG = ROOT / "tests" / "configs" / "tiny_helmsman.yaml"
@@ -59,3 +60,10 @@ def test_a_rerun_does_nothing_and_a_deleted_run_reruns_alone(run):
     (run / f"{HELM}/Q4/baseline=fedprox/seed=0/run.json").unlink()
     rules = sorted(rule for rule, _ in planned_jobs(run, config=CONFIG))
     assert rules == ["helm_baseline", "helm_report"]
+
+
+def test_every_job_another_waits_on_goes_first(run):
+    # a job whose output another job (not a report) reads carries the chain
+    # priority, and no job of priority 0 started while one of those waited
+    queue = replay(run_log(run))
+    assert queue.jumps == [] and queue.unprioritised == []

@@ -15,7 +15,8 @@ import pytest
 import torch
 
 from evoflow.store.shards import read_shard
-from tests.workflow.conftest import ROOT, dry_run_jobs, planned_jobs, snakemake
+from tests.workflow.conftest import ROOT, dry_run_jobs, planned_jobs, run_log, snakemake
+from tests.workflow.queue import replay
 
 pytestmark = pytest.mark.slow
 CONFIG = ROOT / "tests" / "configs" / "tiny_rl.yaml"
@@ -170,3 +171,10 @@ def test_each_span_is_an_mlflow_run_with_its_steps_as_series(run):
     reward = client.get_metric_history(span.info.run_id, "reward")
     assert [m.value for m in reward] == [steps(run, "scalinginter_rl", 2)[0]["reward"]]
     assert span.data.params["learning_rate"] == "0.001"
+
+
+def test_every_job_another_waits_on_goes_first(run):
+    # a job whose output another job (not a report) reads carries the chain
+    # priority, and no job of priority 0 started while one of those waited
+    queue = replay(run_log(run))
+    assert queue.jumps == [] and queue.unprioritised == []

@@ -11,7 +11,8 @@ from evoflow.sage import facts, pool
 from evoflow.sage.run import read_problems
 from evoflow.store.query import connect
 from evoflow.store.shards import read_shard
-from tests.workflow.conftest import ROOT, snakemake
+from tests.workflow.conftest import ROOT, run_log, snakemake
+from tests.workflow.queue import replay
 
 pytestmark = pytest.mark.slow
 CONFIG = ROOT / "tests" / "configs" / "tiny_sage.yaml"
@@ -87,3 +88,10 @@ def test_the_report_keeps_per_problem_outcomes_and_the_planned_pairs(run):
     text = (folder / "sage_tables.md").read_text()
     assert "## Paired comparisons — ours" in text
     assert "| SAGE − w/o Challenger (seed pool only) |" in text
+
+
+def test_every_job_another_waits_on_goes_first(run):
+    # a job whose output another job (not a report) reads carries the chain
+    # priority, and no job of priority 0 started while one of those waited
+    queue = replay(run_log(run))
+    assert queue.jumps == [] and queue.unprioritised == []

@@ -81,8 +81,8 @@ def measure(study: Study, reports: str | Path = "reports") -> list[Phenomenon]:
         try:
             if found:
                 estimate = difference(found, claim.a, claim.b)
-                shared = sum(len(set(r.finals[claim.a].tasks)
-                                 & set(r.finals[claim.b].tasks)) for r in found)  # fmt: skip
+                shared = sum(len(set(r.outcomes(claim.a).tasks)
+                                 & set(r.outcomes(claim.b).tasks)) for r in found)  # fmt: skip
         except (SeedsError, ValueError) as error:  # a method absent, no shared task
             problem = str(error)
         out.append(Phenomenon(study.experiment, claim, estimate, len(found), shared,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from evoflow.errors import EvoflowError
@@ -41,11 +41,20 @@ class SeedsError(EvoflowError):
 
 @dataclass(frozen=True)
 class Report:
-    """One run: each method's final-round outcomes and the pairs it compared."""
+    """One run: each method's final-round outcomes, every evaluation's by
+    ``method@round``, and the pairs it compared."""
 
     source: Path
     finals: dict[str, Outcomes]
     pairs: tuple[tuple[str, str], ...]
+    evaluations: dict[str, Outcomes] = field(default_factory=dict)
+
+    def outcomes(self, name: str) -> Outcomes:
+        """A method's final evaluation, or ``method@round``'s."""
+        found = self.evaluations if "@" in name else self.finals
+        if name not in found:
+            raise SeedsError(f"{name!r} is not in {self.source}")
+        return found[name]
 
 
 def read_report(path: str | Path) -> Report:
@@ -60,7 +69,8 @@ def read_report(path: str | Path) -> Report:
     for (method, round), outcomes in evaluations.items():
         if method not in finals or round > finals[method][0]:
             finals[method] = (round, outcomes)
-    return Report(folder, {m: o for m, (_, o) in finals.items()}, _pairs(folder))
+    return Report(folder, {m: o for m, (_, o) in finals.items()}, _pairs(folder),
+                  {f"{m}@{r}": o for (m, r), o in evaluations.items()})  # fmt: skip
 
 
 def _pairs(folder: Path) -> tuple[tuple[str, str], ...]:
@@ -96,13 +106,15 @@ def cell(reports: Sequence[Report], method: str, env: str | None) -> RunEstimate
 
 
 def difference(reports: Sequence[Report], a: str, b: str) -> RunEstimate:
-    """A − B over runs (each run paired over its shared tasks)."""
-    for method in (a, b):
-        absent = [str(r.source) for r in reports if method not in r.finals]
+    """A − B over runs (each run paired over its shared tasks); ``a`` and
+    ``b`` name methods (their final evaluations) or ``method@round``."""
+    for name in (a, b):
+        absent = [str(r.source) for r in reports
+                  if name not in (r.evaluations if "@" in name else r.finals)]  # fmt: skip
         if absent:
-            raise SeedsError(f"{method!r} is not in {', '.join(absent)}")
-    return paired_over_runs([r.finals[a].rates() for r in reports],
-                            [r.finals[b].rates() for r in reports], draws=DRAWS, seed=0)  # fmt: skip
+            raise SeedsError(f"{name!r} is not in {', '.join(absent)}")
+    return paired_over_runs([r.outcomes(a).rates() for r in reports],
+                            [r.outcomes(b).rates() for r in reports], draws=DRAWS, seed=0)  # fmt: skip
 
 
 def markdown(reports: Sequence[Report], diffs: Sequence[tuple[str, str]] = ()) -> str:
