@@ -49,7 +49,10 @@ def test_the_sage_study_is_the_sage_config_against_its_seed_pool_control():
     assert study["methods"] == {"sage": {}, "sage_seed_pool": {}}
     found = study_of(study, "config/study/sage.yaml")
     assert [(c.a, c.b, c.direction) for c in found.claims] == [
-        ("sage", "sage_seed_pool", "greater")
+        ("sage", "sage_seed_pool", "greater"),
+        # added after the study ran: each arm against the warm-up it starts from
+        ("sage", "sage@0", "greater"),
+        ("sage_seed_pool", "sage_seed_pool@0", "greater"),
     ]
     assert len(found.seeds) >= 5 and base["seed"] not in found.seeds
 
@@ -68,6 +71,9 @@ def test_the_agentevol_study_is_its_config_against_bc_and_the_matched_control():
     assert [(c.a, c.b) for c in found.claims] == [
         ("agentevol", "agenttraj_sft"),
         ("agentevol", "agenttraj_sft_matched"),
+        # added after the study ran: the first claim split at the base agent
+        ("agentevol", "agentevol@0"),
+        ("agentevol@0", "agenttraj_sft"),
     ]
     assert len(found.seeds) >= 5 and base["seed"] not in found.seeds
 
