@@ -14,7 +14,7 @@ rule merge_buffers:
     wildcard_constraints:
         method=methods_where(lambda kind: kind.family == "agentevol" and kind.explores),
     localrule: True
-    priority: CHAIN
+    priority: EXPLORING
     message:
         job_message(f"merge {{wildcards.method}} iteration {{wildcards.round}}: buffers of {N_ENVS}")
     conda:

@@ -44,8 +44,18 @@ wildcard_constraints:
 # manifests, exploration and its buffers, training, aggregation, RL spans;
 # Helmsman's data, plan, code and repair). With more jobs ready than cores, they
 # go before the leaves (evaluations, reports: priority 0), which no job waits
-# on, so a chain -- the run's critical path -- never queues behind an evaluation.
+# on, so a chain never queues behind an evaluation.
 CHAIN = 1
+# A method that explores waits every round on an exploration, the longest job:
+# its chain is the run's critical path. Its jobs (and the expert data every
+# chain starts from) go before those of methods that only train (FedIT, the
+# matched controls), whose rounds have slack.
+EXPLORING = 2
+
+
+def chain_priority(wildcards):
+    """A chain job's priority: EXPLORING for a method that explores, else CHAIN."""
+    return EXPLORING if method_of(wildcards).kind.explores else CHAIN
 
 
 def methods_where(test):

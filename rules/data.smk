@@ -13,7 +13,7 @@ rule expert_demos:
         env=lambda wc: expert_settings(wc.env, wc.expert_set),
         experiment=EXP,
         seed=config["seed"],
-    priority: CHAIN
+    priority: EXPLORING
     message:
         job_message("expert demonstrations: {wildcards.env} ({wildcards.expert_set} set)")
     conda:
@@ -30,7 +30,7 @@ rule expert_manifest:
     log:
         f"{LOGS}/{{expert_set}}/{{env}}.manifest.log",
     localrule: True
-    priority: CHAIN
+    priority: EXPLORING
     message:
         job_message("manifest: {wildcards.expert_set} demonstrations of {wildcards.env}")
     conda:
@@ -47,7 +47,7 @@ rule pooled_manifest:
     log:
         f"{LOGS}/{{expert_set}}/pooled.manifest.log",
     localrule: True
-    priority: CHAIN
+    priority: EXPLORING
     message:
         job_message(f"manifest: {{wildcards.expert_set}} demonstrations of {N_ENVS}, pooled")
     conda:

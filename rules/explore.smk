@@ -20,7 +20,7 @@ rule explore:
             ENVS, ["explore", "max_turns", "remote", "strata"], explore_sampling(method_of(wc))
         ),
     threads: 1
-    priority: CHAIN
+    priority: EXPLORING
     message:
         job_message(f"explore {{wildcards.method}} round {{wildcards.round}}: {len(ENVS)} clients × {EXPLORED}")
     conda:
@@ -43,7 +43,7 @@ rule buffer:
     params:
         select=lambda wc: family(method_of(wc)).buffer_select(method_of(wc)),
     localrule: True
-    priority: CHAIN
+    priority: EXPLORING
     message:
         job_message("buffer {wildcards.method} round {wildcards.round}: client {wildcards.env}")
     conda:

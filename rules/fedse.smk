@@ -22,7 +22,7 @@ rule train_client:
         sft=lambda wc: family(method_of(wc)).sft(method_of(wc), int(wc.round), wc.env).to_dict(),
         loss_log=f"{LOGS}/{{method}}/round={{round}}/train/{{env}}.loss.jsonl",
     threads: 1
-    priority: CHAIN
+    priority: chain_priority
     message:
         job_message("train {wildcards.method} round {wildcards.round}: client {wildcards.env}")
     conda:
@@ -51,7 +51,7 @@ rule aggregate:
         seed=config["seed"],
         model=config["model"]["name"],
         sft=lambda wc: method_of(wc).sft_for(1, ENVS[0]).to_dict(),
-    priority: CHAIN
+    priority: chain_priority
     message:
         job_message(f"aggregate {{wildcards.method}} round {{wildcards.round}}: {len(ENVS)} client adapters")
     conda:

@@ -22,7 +22,7 @@ rule train_pooled:
         sft=lambda wc: family(method_of(wc)).sft(method_of(wc), int(wc.round), POOLED).to_dict(),
         loss_log=f"{LOGS}/{{method}}/round={{round}}/train/pooled.loss.jsonl",
     threads: 1
-    priority: CHAIN
+    priority: chain_priority
     message:
         job_message(f"train {{wildcards.method}} round {{wildcards.round}}: {N_ENVS} pooled")
     conda:

@@ -20,11 +20,14 @@ GATHERERS = frozenset({"all", "report", "helm_report"})
 
 @dataclass
 class Queue:
-    # selections that started a priority-0 job while a ready chain job waited
+    # selections that started a job while a ready job of higher priority waited
     jumps: list[str] = field(default_factory=list)
     # selections that started chain jobs while a ready priority-0 job waited:
     # the rules of the chain jobs started (what the priority decided)
     contested: list[set[str]] = field(default_factory=list)
+    # selections that started chain jobs while a ready chain job of lower
+    # priority waited: the rules of both (what the exploring chain overtook)
+    overtook: list[tuple[set[str], set[str]]] = field(default_factory=list)
     # priority-0 jobs whose outputs feed a job that is not a gatherer
     unprioritised: list[str] = field(default_factory=list)
 
@@ -100,15 +103,28 @@ def replay(log: str) -> Queue:
         )
     queue = Queue()
     for ready, batch in _selections(jobs, events):
+        waiting = ready - set(batch)
+        top = max((jobs[j]["priority"] for j in waiting), default=0)
+        passed = [j for j in batch if jobs[j]["priority"] < top]
+        if passed:
+            low = min(jobs[j]["priority"] for j in passed)
+            waited = sorted(
+                jobs[j]["rule"] for j in waiting if jobs[j]["priority"] > low
+            )
+            started = [jobs[j]["rule"] for j in passed]
+            queue.jumps.append(f"{started} started while {waited} waited")
         chain = {j for j in ready if jobs[j]["priority"] > 0}
-        waiting_chain, waiting_leaves = chain - set(batch), ready - chain - set(batch)
-        leaves_started = [jobs[j]["rule"] for j in batch if jobs[j]["priority"] == 0]
-        if leaves_started and waiting_chain:
-            waited = sorted(jobs[j]["rule"] for j in waiting_chain)
-            queue.jumps.append(f"{leaves_started} started while {waited} waited")
+        waiting_leaves = ready - chain - set(batch)
         chain_started = {jobs[j]["rule"] for j in batch if j in chain}
         if chain_started and waiting_leaves:
             queue.contested.append(chain_started)
+        low = min((jobs[j]["priority"] for j in waiting & chain), default=None)
+        ahead = {jobs[j]["rule"] for j in batch if low and jobs[j]["priority"] > low}
+        if ahead:
+            behind = {
+                jobs[j]["rule"] for j in waiting & chain if jobs[j]["priority"] == low
+            }
+            queue.overtook.append((ahead, behind))
     consumers: dict[str, set[str]] = {}
     for spec in jobs.values():
         for f in spec["input"]:

@@ -134,6 +134,8 @@ def test_no_evaluation_goes_before_a_ready_step_of_a_chain(tiny_run):
     # the order was tested: exploration and training went first while an
     # evaluation was ready
     assert {"explore", "train_client"} <= set().union(*queue.contested)
+    # and Fed-SE's chain (it explores) went before FedIT's whenever both were ready
+    assert any("train_client" in behind for _, behind in queue.overtook)
 
 
 def test_every_job_of_a_local_run_started_warm(tiny_run):

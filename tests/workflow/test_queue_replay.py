@@ -72,3 +72,16 @@ def test_a_log_it_cannot_replay_is_refused():
         replay("\n".join([select(), EXPLORE]))
     with pytest.raises(ValueError, match="1 blocks missing"):
         replay("\n".join([select(2), EXPLORE, finish(1, "explore")]))
+
+
+def test_a_chain_job_started_before_a_ready_higher_chain_job_is_a_jump():
+    # FedIT's training (priority 1) before Fed-SE's exploration (priority 2)
+    explore = block(1, "explore", output="a.parquet", priority=2)
+    fedit = block(4, "train_client", output="fedit_adapter", priority=1)
+    log = "\n".join([select(), fedit, finish(4, "train_client"), select(), explore,
+                     finish(1, "explore")])  # fmt: skip
+    assert replay(log).jumps == ["['train_client'] started while ['explore'] waited"]
+    log = "\n".join([select(), explore, finish(1, "explore"), select(), fedit,
+                     finish(4, "train_client")])  # fmt: skip
+    queue = replay(log)
+    assert queue.jumps == [] and queue.overtook == [({"explore"}, {"train_client"})]
