@@ -111,18 +111,22 @@ def replay(log: str) -> Queue:
             waited = sorted(
                 jobs[j]["rule"] for j in waiting if jobs[j]["priority"] > low
             )
-            started = [jobs[j]["rule"] for j in passed]
-            queue.jumps.append(f"{started} started while {waited} waited")
+            names = [jobs[j]["rule"] for j in passed]
+            queue.jumps.append(f"{names} started while {waited} waited")
         chain = {j for j in ready if jobs[j]["priority"] > 0}
         waiting_leaves = ready - chain - set(batch)
         chain_started = {jobs[j]["rule"] for j in batch if j in chain}
         if chain_started and waiting_leaves:
             queue.contested.append(chain_started)
-        low = min((jobs[j]["priority"] for j in waiting & chain), default=None)
-        ahead = {jobs[j]["rule"] for j in batch if low and jobs[j]["priority"] > low}
+        lowest = min((jobs[j]["priority"] for j in waiting & chain), default=None)
+        ahead = {
+            jobs[j]["rule"] for j in batch if lowest and jobs[j]["priority"] > lowest
+        }
         if ahead:
             behind = {
-                jobs[j]["rule"] for j in waiting & chain if jobs[j]["priority"] == low
+                jobs[j]["rule"]
+                for j in waiting & chain
+                if jobs[j]["priority"] == lowest
             }
             queue.overtook.append((ahead, behind))
     consumers: dict[str, set[str]] = {}

@@ -49,12 +49,15 @@ class Report:
     pairs: tuple[tuple[str, str], ...]
     evaluations: dict[str, Outcomes] = field(default_factory=dict)
 
+    def has(self, name: str) -> bool:
+        """Whether the run holds a method's final evaluation, or ``method@round``'s."""
+        return name in (self.evaluations if "@" in name else self.finals)
+
     def outcomes(self, name: str) -> Outcomes:
         """A method's final evaluation, or ``method@round``'s."""
-        found = self.evaluations if "@" in name else self.finals
-        if name not in found:
+        if not self.has(name):
             raise SeedsError(f"{name!r} is not in {self.source}")
-        return found[name]
+        return (self.evaluations if "@" in name else self.finals)[name]
 
 
 def read_report(path: str | Path) -> Report:
@@ -109,8 +112,7 @@ def difference(reports: Sequence[Report], a: str, b: str) -> RunEstimate:
     """A − B over runs (each run paired over its shared tasks); ``a`` and
     ``b`` name methods (their final evaluations) or ``method@round``."""
     for name in (a, b):
-        absent = [str(r.source) for r in reports
-                  if name not in (r.evaluations if "@" in name else r.finals)]  # fmt: skip
+        absent = [str(r.source) for r in reports if not r.has(name)]
         if absent:
             raise SeedsError(f"{name!r} is not in {', '.join(absent)}")
     return paired_over_runs([r.outcomes(a).rates() for r in reports],
