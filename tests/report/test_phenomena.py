@@ -8,6 +8,7 @@ import math
 import pytest
 import yaml
 
+from evoflow.cli import main
 from evoflow.config import load_config, validate_config
 from evoflow.errors import ConfigError
 from evoflow.report.helmsman import comparisons_csv
@@ -146,6 +147,36 @@ def test_helmsmans_study_is_a_section_of_its_own(tmp_path):
         in section
     )
     assert "No " in absent and "helmsman_comparisons.csv: run the study" in absent
+
+
+def test_studies_kept_apart_are_each_read_from_the_folder_that_holds_them(tmp_path):
+    # Prepare: Helmsman's study kept in one folder, the claims study's two
+    # seeds (+50 and +25 points, worked above) in a second, an empty third
+    helmsman, claims_kept, empty = (tmp_path / n for n in ("h", "c", "e"))
+    (helmsman / "study-helmsman").mkdir(parents=True)
+    (helmsman / "study-helmsman" / "helmsman_comparisons.csv").write_text(
+        comparisons_csv(q4([51.0, 71.0, 91.0], [53.0, 75.0, 94.0]), ["Q4"])
+    )
+    seed_report(claims_kept, 100, [1, 1, 1, 0], [1, 0, 0, 0])
+    seed_report(claims_kept, 101, [1, 1, 0, 0], [1, 0, 0, 0])
+    claims = tmp_path / "st.yaml"
+    claims.write_text(yaml.safe_dump(config(seeds=(100, 101))))
+
+    # Execute: the command with three folders, the function with the other
+    # order, then with neither holding a study
+    out = tmp_path / "phenomena.md"
+    args = ["phenomena", str(claims), HELMSMAN, "--out", str(out), "--reports",
+            str(empty), str(helmsman), "--reports", str(claims_kept)]  # fmt: skip
+    code = main(args)
+    reversed_order = phenomena_report([str(claims), HELMSMAN], [claims_kept, helmsman])
+    neither = phenomena_report([str(claims), HELMSMAN], [empty])
+
+    # Assert: each study found where it is kept, whatever the order
+    assert code == 0
+    for text in (out.read_text(), reversed_order):
+        assert "| st | A beats B (fedse − fedit) | +37.5 |" in text
+        assert "| Q4 | Domain Shift | FedNova | +4.0 |" in text
+    assert "| 0 (2 missing) |" in neither and "run the study" in neither
 
 
 def test_only_a_marked_helmsman_study_is_reported():

@@ -36,8 +36,10 @@ def _study(args: argparse.Namespace) -> int:
 
 def _phenomena_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("configs", nargs="+", help="study configs whose seeds have run")
-    p.add_argument("--reports", default="reports",
-                   help="the folder holding the seeds' reports")  # fmt: skip
+    p.add_argument("--reports", nargs="+", action="extend", metavar="FOLDER",
+                   help="folders holding the seeds' reports (default: reports); "
+                        "with several, each study is read from the first that "
+                        "holds it")  # fmt: skip
     p.add_argument("--out", help="write the table here too (Markdown)")
 
 
@@ -55,7 +57,7 @@ def _phenomena(args: argparse.Namespace) -> int:
     from evoflow.atomic import write_text
     from evoflow.report.phenomena import phenomena_report
 
-    text = phenomena_report(args.configs, args.reports)
+    text = phenomena_report(args.configs, args.reports or ["reports"])
     if args.out:
         write_text(Path(args.out), text)
     print(text, end="")

@@ -18,7 +18,9 @@ would show the difference (and needs two seeds or more). Helmsman's study has
 no paper claim (its agents do not run): its section lists each task's
 specialised method against FedAvg over the partition seeds.
 ``evoflow phenomena config/study/*.yaml --out reports/phenomena.md`` prints
-the report and writes it there.
+the report and writes it there; with several ``--reports`` folders (the kept
+reports of studies run at different times) each study is read from the first
+folder that holds it.
 """
 
 from __future__ import annotations
@@ -160,18 +162,34 @@ def _fedprox_summary(rows: list[dict]) -> str:
     )
 
 
+def holding(experiments: Sequence[str], folders: Sequence[str | Path]) -> Path:
+    """The first of ``folders`` that holds a folder named in ``experiments`` (a
+    study's record or one of its seeds' reports); the first folder if none does,
+    so that the study reads as not run there."""
+    for folder in folders:
+        if any((Path(folder) / name).is_dir() for name in experiments):
+            return Path(folder)
+    return Path(folders[0])
+
+
 def phenomena_report(
-    configs: Sequence[str | Path], reports: str | Path = "reports"
+    configs: Sequence[str | Path],
+    reports: str | Path | Sequence[str | Path] = "reports",
 ) -> str:
     """The report of every study config in ``configs`` (Helmsman's, which has
-    no claims, as a section of its own)."""
+    no claims, as a section of its own), each study read from the first of the
+    ``reports`` folders that holds it."""
+    folders = [reports] if isinstance(reports, str | Path) else list(reports)
     rows, sections = [], []
     for path in configs:
         config = load_config(path)
         helmsman = config.get("helmsman") or {}
         if helmsman.get("study"):
             seeds = helmsman["bench"]["seeds"]
-            sections.append(helmsman_section(config["experiment"], seeds, reports))
+            folder = holding([config["experiment"]], folders)
+            sections.append(helmsman_section(config["experiment"], seeds, folder))
             continue
-        rows += measure(study_of(config, str(path)), reports)
+        study = study_of(config, str(path))
+        names = [study.experiment, *map(study.experiment_of, study.seeds)]
+        rows += measure(study, holding(names, folders))
     return "\n".join(([markdown(rows)] if rows else []) + sections)
