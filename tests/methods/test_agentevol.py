@@ -7,8 +7,9 @@ import pytest
 from evoflow.config import validate_config
 from evoflow.errors import ConfigError
 from evoflow.methods import Layout, agentevol, methods_from_config
-from evoflow.methods.base import evaluated_as
+from evoflow.methods.base import POOLED, evaluated_as
 from evoflow.report.evidence import planned_pairs
+from evoflow.seeding import derive_seed
 
 ENVS = ["maze", "wordle"]
 LAYOUT = Layout("r")
@@ -78,6 +79,20 @@ def test_iteration_m_learns_from_the_initial_model_on_demos_and_its_own_successe
     assert agentevol.eval_adapters(LAYOUT, m, 3, ENVS) == {
         "global": "r/agentevol/round=3/global/adapter"
     }
+
+
+def test_the_base_agent_is_agenttraj_sft_trained_under_its_seed():
+    # the base agent and AgentTraj-SFT clone the same expert set for
+    # base_epochs: with one seed they are one training job, so the
+    # difference between AgentEvol and AgentTraj-SFT is the iterations'
+    m = methods()
+    base, bc = agentevol.sft(m["agentevol"], 0), agentevol.sft(m["agenttraj_sft"], 1)
+    assert base == bc and base.seed == derive_seed(0, "sft", 1, POOLED)
+    assert agentevol.pooled_manifest(LAYOUT, m["agentevol"], 0) == (
+        agentevol.pooled_manifest(LAYOUT, m["agenttraj_sft"], 1)
+    )
+    # an iteration keeps its own round's seed
+    assert agentevol.sft(m["agentevol"], 2).seed == derive_seed(0, "sft", 2, POOLED)
 
 
 def test_ablations_continue_from_last_and_accumulate():

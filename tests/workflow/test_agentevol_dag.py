@@ -95,6 +95,20 @@ def test_agenttraj_l_sft_learns_the_large_expert_set(run):
                       "expert_l/env=wordle/demos.parquet"]  # fmt: skip
 
 
+def test_the_base_agent_is_agenttraj_sft(run):
+    # the same expert set, epochs and SFT seed: one agent, trained twice, so
+    # AgentEvol's difference from AgentTraj-SFT is its iterations' alone
+    results = run / "results/tiny-agentevol"
+    base, bc = (results / f"{m}/round={r}/global/adapter"
+                for m, r in (("agentevol", 0), ("agenttraj_sft", 1)))  # fmt: skip
+    assert (
+        training(run, "agentevol", 0)["config"]
+        == training(run, "agenttraj_sft", 1)["config"]
+    )
+    weights = "adapter_model.safetensors"
+    assert (base / weights).read_bytes() == (bc / weights).read_bytes()
+
+
 def test_continue_from_last_accumulates_and_chains_adapters(run):
     info = training(run, "agentevol_continue", 2)
     assert info["buffer_episodes"] == DEMOS + 2 * EXPLORED

@@ -212,11 +212,16 @@ def pooled_manifest(layout: Layout, method: Method, round: int) -> str:
 
 
 def sft(method: Method, round: int, client: str = POOLED) -> SFTConfig:
-    """``base_epochs`` for the base agent, ``learn_epochs`` for an iteration."""
+    """``base_epochs`` for the base agent, ``learn_epochs`` for an iteration.
+
+    The base agent (round 0) trains under the seed of a method trained once
+    (round 1), AgentTraj-SFT's: both clone the expert set, so with the same
+    settings they are one agent, and AgentEvol − AgentTraj-SFT is what the
+    iterations add, not the spread of two SFT seeds."""
     options = settings(method)
     base = not method.kind.iterative or round == 0
     epochs = options.base_epochs if base else options.learn_epochs
-    return replace(method.sft_for(round, client), epochs=epochs)
+    return replace(method.sft_for(1 if base else round, client), epochs=epochs)
 
 
 def eval_adapters(layout: Layout, method: Method, round: int, envs) -> dict[str, str]:
