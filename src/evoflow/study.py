@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import subprocess
 import sys
 import time
@@ -95,10 +96,10 @@ def study_of(config: dict, source: str = "config") -> Study:
                     f"{source}: key 'study.claims[{i}]': {method!r} is not a configured "
                     f"method ({', '.join(config['methods'])})"
                 )
-            if at and not round.isdigit():
+            if at and not re.fullmatch(r"0|[1-9][0-9]*", round):
                 raise ConfigError(
                     f"{source}: key 'study.claims[{i}]': {side!r} names no round "
-                    "(method@round, e.g. agentevol@0)"
+                    "(method@round, the round a number as reports write it: agentevol@0)"
                 )
         claims.append(claim)
     return Study(config["experiment"], seeds, tuple(claims))

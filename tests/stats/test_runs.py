@@ -129,6 +129,43 @@ def test_the_p_value_flips_the_signs_of_per_task_differences_averaged_over_runs(
     assert result.p_value == pytest.approx(10 / 16)
 
 
+def test_the_sign_flip_tests_the_reported_mean_where_runs_share_some_tasks():
+    # Prepare: tasks s0, s1 (+1 in both runs); run 1 alone also plays p0..p3
+    # (-1 each). Run means +1 and (2 - 4)/6 = -1/3: the reported mean is +1/3.
+    # Each task's share of it: s_k (1/2 + 1/6) / 2 = 1/3, p_k -(1/6) / 2 = -1/12
+    # (2/3 - 4/12 = 1/3). Of the 64 sign flips, |sum| >= 1/3 in all 32 with
+    # both shared tasks one sign (|2/3 - B/12| >= 1/3 for B in -4..4) and in 4
+    # of the 32 with them opposed (the private signs all equal): p = 36/64.
+    # Averaging each task over the runs that played it instead gives
+    # (+1, +1, -1, -1, -1, -1), whose mean -1/3 points the other way
+    # (p = 1 - 20/64 = 44/64).
+    both = {("maze", f"s{k}"): 1.0 for k in range(2)}
+    own = {("maze", f"p{k}"): 1.0 for k in range(4)}
+    a = [both, {**both, **{key: 0.0 for key in own}}]
+    b = [{key: 0.0 for key in both}, {**{key: 0.0 for key in both}, **own}]
+
+    # Execute
+    result = paired_over_runs(a, b, draws=2000)
+
+    # Assert
+    assert result.per_run == pytest.approx((1.0, -1 / 3))
+    assert result.mean == pytest.approx(1 / 3)
+    assert result.p_value == pytest.approx(36 / 64)
+
+
+def test_float_residue_of_averaging_is_no_difference():
+    # Prepare: 20 tasks, +0.2 on each in run 0 and -0.2 in run 1 (0.7 - 0.5 and
+    # 0.3 - 0.5): every task's share is 0, up to rounding
+    a = [run({"maze": [0.7] * 20}), run({"maze": [0.3] * 20})]
+    b = [run({"maze": [0.5] * 20})] * 2
+
+    # Execute
+    result = paired_over_runs(a, b, draws=2000)
+
+    # Assert: nothing to test, not a sign in every flip (p 0.0002)
+    assert result.p_value == 1.0
+
+
 def test_runs_sharing_their_tasks_share_the_tasks_luck():
     # Prepare: five seeds that all came out alike on the same 13 tasks. Seeds
     # add no information on which tasks the test set holds, so the interval

@@ -3,8 +3,8 @@
 For each claim of each study config (``evoflow.study``) the seeds' reports are
 pooled (``evoflow.report.seeds.difference``: each seed's paired difference of
 A over B on its shared test tasks, a crossed bootstrap over seeds and tasks
-within envs, and two tests: a sign-flip test of the per-task differences
-averaged over seeds, and a t-test of the seeds' differences). The verdict
+within envs, and two tests: a sign-flip test of each task's share of the
+mean difference, and a t-test of the seeds' differences). The verdict
 follows the project's rule: a claim **holds** when the 95 % interval excludes
 zero in the paper's direction and both p < 0.05, is **reversed** when it
 excludes zero the other way with both p < 0.05, and is otherwise **not
@@ -110,10 +110,11 @@ def markdown(phenomena: Sequence[Phenomenon]) -> str:
     note = ("\nEach seed's difference is paired over its shared test tasks; the "
             "interval is a crossed bootstrap (seeds, and tasks within envs shared by "
             "every drawn seed), the t interval Student's, over the seeds' own "
-            "differences; p (tasks) a sign-flip test of the per-task "
-            "differences averaged over seeds, p (seeds) a t-test of the seeds' "
-            "differences. A claim holds only when the interval excludes zero in "
-            "the paper's direction and both p < 0.05.\n")  # fmt: skip
+            "differences; p (tasks) a sign-flip test of each task's share of the "
+            "mean difference, p (seeds) a t-test of the seeds' differences. A "
+            "claim holds only when the interval excludes zero in the paper's "
+            "direction and both p < 0.05; each claim is tested on its own, with "
+            "no correction for the number of claims.\n")  # fmt: skip
     return "\n".join(lines) + "\n" + note
 
 

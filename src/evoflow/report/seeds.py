@@ -11,7 +11,7 @@ share their test tasks: ``evoflow.stats.pooled_over_runs``).
 Then, for every pair the first report compared (its ``comparisons.csv``) and any
 asked for with ``--diff A B``, the mean paired difference over runs (each run's
 A and B over their shared tasks) with its crossed interval, a sign-flip test
-of the per-task differences averaged over runs, a t-test of the runs' own
+of each task's share of that mean, a t-test of the runs' own
 differences, and the per-run values. It says how many
 runs stand behind each number. Methods missing from some reports are named and
 left out.

@@ -18,8 +18,8 @@ tasks within their env, so each env keeps its share of the pool.
 - ``pooled_over_runs`` / ``paired_over_runs``: the same over several runs
   (seeds), with a crossed bootstrap (runs, and one resample of the tasks
   within env shared by every drawn run, since seeds share their test tasks)
-  and, for the paired case, a sign-flip test of the per-task differences
-  averaged over runs, and a t-test of the runs' own differences.
+  and, for the paired case, a sign-flip test of each task's share of the mean
+  difference, and a t-test of the runs' own differences.
 - ``seed_mean`` / ``paired_seeds``: one number per seed (a run's accuracy),
   the mean over seeds with its Student's t interval and t-test.
 """

@@ -14,9 +14,9 @@ paired difference). The resamples are drawn with numpy:
 ``scipy.stats.bootstrap`` has no crossed scheme.
 
 A paired comparison carries two p-values, one per source of chance. The
-first is the sign-flip permutation test of the per-task differences, each
-averaged over the runs that played the task (under "A and B are
-exchangeable" each task's sign is a fair coin): it holds the runs fixed, so a
+first is the sign-flip permutation test of each task's share of the mean
+difference (``task_shares``; under "A and B are exchangeable" each task's
+sign is a fair coin, in every run that played it): it holds the runs fixed, so a
 training chain's luck that every task shares counts as signal. The second is
 a one-sample t-test of the runs' own differences against zero
 (``scipy.stats.ttest_1samp``, ``runs - 1`` degrees of freedom): it asks
@@ -68,7 +68,7 @@ class RunEstimate:
     p_value
         Two-sided p-value of ``test``; None where no test applies.
     test
-        ``SIGN_FLIP_TASKS`` (of the per-task differences averaged over runs),
+        ``SIGN_FLIP_TASKS`` (of each task's share of the mean difference),
         or None with ``p_value``.
     level, draws
         The interval's confidence level and number of bootstrap resamples.
@@ -142,6 +142,19 @@ def crossed_interval(
     drawn = np.take_along_axis(means, picks, axis=1)
     kept = ~np.all(np.isnan(drawn), axis=1)
     return percentile_interval(np.nanmean(drawn[kept], axis=1), level)
+
+
+def task_shares(differences: Sequence[Mapping[TaskKey, float]]) -> np.ndarray:
+    """Each task's share of the mean over runs of the runs' mean differences:
+    the sum over the runs that played it of its difference divided by that
+    run's task count, over the number of runs. The shares sum to that mean, so
+    a test of their signs tests the reported difference itself; the mean of
+    the tasks' own averages would weigh a task by the runs it is in (a task
+    shared by all runs counts once, a run's own tasks weigh more in a run
+    with fewer) and can point the other way where runs share some tasks."""
+    _, values, played = _table(differences)
+    per_run = values / played.sum(axis=1, keepdims=True)
+    return per_run.sum(axis=0) / len(differences)
 
 
 def _pooled(scores: Mapping[TaskKey, float]) -> float:
@@ -245,10 +258,11 @@ def paired_over_runs(
     -------
     RunEstimate
         Mean over runs of each run's paired difference (mean of ``a - b`` over
-        its shared tasks), the crossed bootstrap interval, and the p-value of
-        the sign-flip permutation test of the per-task differences averaged
-        over the runs that played each task, and ``p_runs``, the t-test of the
-        runs' differences: both None with fewer than 2 runs.
+        its shared tasks), the crossed bootstrap interval, the p-value of the
+        sign-flip permutation test of each task's share of that mean
+        (``task_shares``: flipping a task flips its difference in every run
+        that played it), and ``p_runs``, the t-test of the runs' differences:
+        both None with fewer than 2 runs.
 
     Raises
     ------
@@ -270,9 +284,7 @@ def paired_over_runs(
     low, high = crossed_interval(differences, level, draws, seed)
     p_value = None
     if len(per_run) >= 2:
-        _, values, played = _table(differences)
-        per_task = (values * played).sum(axis=0) / played.sum(axis=0)
-        p_value = sign_flip_p(per_task, draws, seed)
+        p_value = sign_flip_p(task_shares(differences), draws, seed)
     return RunEstimate(
         mean=float(np.mean(per_run)),
         low=low,
