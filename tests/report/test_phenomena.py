@@ -67,6 +67,31 @@ def test_a_claim_is_pooled_over_the_seeds_that_finished(tmp_path):
     assert "| 2 (1 missing) | 8 | 19 min |" in text
 
 
+def test_seeds_that_agree_exactly_show_no_t_interval(tmp_path):
+    # Prepare: both seeds A +25 points (no spread), and both exactly even
+    study = study_of(config(seeds=(100, 101)))
+    for seed in (100, 101):
+        seed_report(tmp_path, seed, [1, 1, 0, 0], [1, 0, 0, 0])
+    even = study_of(config(seeds=(100, 101)))
+
+    # Execute
+    [found] = measure(study, tmp_path)
+    text = markdown([found])
+
+    # Assert: no zero-width "[+25.0, +25.0]" and no p over seeds, so no verdict
+    row = next(line for line in text.splitlines() if line.startswith("| st |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2] == "+25.0"
+    assert "[+25.0, +25.0]" not in row
+    assert cells[4] == "–" and cells[6] == "–"  # t interval, p (seeds)
+    assert cells[-1] == "not resolved at this scale"
+    # all-zero differences keep their interval [+0.0, +0.0] and p 1
+    for seed in (100, 101):
+        seed_report(tmp_path / "even", seed, [1, 0, 0, 0], [1, 0, 0, 0])
+    row = markdown(measure(even, tmp_path / "even")).splitlines()[2]
+    assert "| [+0.0, +0.0] |" in row and "| 1.000 |" in row
+
+
 def test_verdicts_follow_the_papers_direction():
     # Prepare: an interval above zero with p < 0.05, and one that spans zero
     above = RunEstimate(0.3, 0.1, 0.5, 5, (), 0.01, "t", 0.95, 100, p_runs=0.02)

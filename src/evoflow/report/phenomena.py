@@ -119,8 +119,13 @@ def markdown(phenomena: Sequence[Phenomenon]) -> str:
 
 
 def _t_interval(estimate: RunEstimate) -> str:
+    """The seeds' t interval; "–" with one seed, or with seeds that all gave the
+    same non-zero difference (no spread, no p: ``seed_mean`` keeps a zero-width
+    interval there, which a table would read as certainty)."""
     t = seed_mean(estimate.per_run)
-    return "–" if t.low is None else span_text(100 * t.low, 100 * t.high)
+    if t.low is None or t.p_value is None:
+        return "–"
+    return span_text(100 * t.low, 100 * t.high)
 
 
 def helmsman_section(experiment: str, seeds: Sequence[int],

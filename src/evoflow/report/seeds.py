@@ -51,13 +51,16 @@ class Report:
 
     def has(self, name: str) -> bool:
         """Whether the run holds a method's final evaluation, or ``method@round``'s."""
-        return name in (self.evaluations if "@" in name else self.finals)
+        return name in self._holding(name)
 
     def outcomes(self, name: str) -> Outcomes:
         """A method's final evaluation, or ``method@round``'s."""
         if not self.has(name):
             raise SeedsError(f"{name!r} is not in {self.source}")
-        return (self.evaluations if "@" in name else self.finals)[name]
+        return self._holding(name)[name]
+
+    def _holding(self, name: str) -> dict[str, Outcomes]:
+        return self.evaluations if "@" in name else self.finals
 
 
 def read_report(path: str | Path) -> Report:
