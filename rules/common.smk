@@ -51,11 +51,16 @@ CHAIN = 1
 # chain starts from) go before those of methods that only train (FedIT, the
 # matched controls), whose rounds have slack.
 EXPLORING = 2
+# Methods whose adapter an exploring method starts from (AgentEvol's base agent
+# trained as AgentTraj-SFT): the first link of that chain.
+STARTS = {m.options.get("init") for m in METHODS.values() if m.kind.explores}
 
 
 def chain_priority(wildcards):
-    """A chain job's priority: EXPLORING for a method that explores, else CHAIN."""
-    return EXPLORING if method_of(wildcards).kind.explores else CHAIN
+    """A chain job's priority: EXPLORING for a method that explores or that an
+    exploring one starts from, else CHAIN."""
+    method = method_of(wildcards)
+    return EXPLORING if method.kind.explores or method.name in STARTS else CHAIN
 
 
 def methods_where(test):

@@ -93,12 +93,41 @@ def test_the_base_agent_is_agenttraj_sft_trained_under_its_seed():
     )
     # an iteration keeps its own round's seed
     assert agentevol.sft(m["agentevol"], 2).seed == derive_seed(0, "sft", 2, POOLED)
+    # so AgentTraj-SFT's adapter and evaluation are round 0, not trained again
+    agent, bc_adapter = m["agentevol"], "r/agenttraj_sft/round=1/global/adapter"
+    assert agentevol.trained_rounds(agent) == [1, 2, 3, 4]
+    assert evaluated_as(agent, 0) == ("agenttraj_sft", 1)
+    assert agentevol.explore_adapter(LAYOUT, agent, 1) == bc_adapter
+    assert agentevol.explore_adapter(LAYOUT, agent, 2) == (
+        "r/agentevol/round=1/global/adapter"
+    )
+
+
+def test_a_base_agent_unlike_agenttraj_sft_is_trained_as_round_0():
+    # Prepare: AgentEvol without AgentTraj-SFT, and beside one whose base agent
+    # learns for other epochs or another learning rate (its SFT settings differ)
+    alone = {"agentevol": {}}
+    unlike = {"agenttraj_sft": {}, "agentevol": {"agentevol": {"base_epochs": 2}}}
+    other_lr = {"agenttraj_sft": {}, "agentevol": {"train": {"learning_rate": 1e-3}}}
+    for entries in (alone, unlike, other_lr):
+        m = methods_from_config(validate_config({
+            "experiment": "x", "envs": {e: {} for e in ENVS},
+            "methods": {**entries, "agenttraj_sft_matched": {}}}))  # fmt: skip
+        agent, control = m["agentevol"], m["agenttraj_sft_matched"]
+
+        # Assert: the base agent is AgentEvol's own round 0, for the control too
+        assert agentevol.trained_rounds(agent) == [0, 1, 2, 3, 4]
+        assert evaluated_as(agent, 0) == ("agentevol", 0)
+        assert evaluated_as(control, 0) == ("agentevol", 0)
+        own = "r/agentevol/round=0/global/adapter"
+        assert agentevol.explore_adapter(LAYOUT, agent, 1) == own
+        assert agentevol.artifacts(LAYOUT, agent, ENVS)[0] == own
 
 
 def test_ablations_continue_from_last_and_accumulate():
     m = methods()
     assert agentevol.start_adapter(LAYOUT, m["from_base"], 3) == (
-        "r/from_base/round=0/global/adapter"
+        "r/agenttraj_sft/round=1/global/adapter"  # its base agent
     )
     assert agentevol.start_adapter(LAYOUT, m["continue"], 3) == (
         "r/continue/round=2/global/adapter"
@@ -131,10 +160,12 @@ def test_agenttraj_l_sft_clones_the_large_expert_set():
 def test_artifacts_of_every_iteration():
     m = methods(iterations=2)["agentevol"]
     files = agentevol.artifacts(LAYOUT, m, ENVS)
-    # base adapter; 2 iterations x (2 envs x (shard, buffer) + dataset + adapter); 3 x 2 metrics
-    assert len(files) == 1 + 2 * (2 * 2 + 2) + 3 * 2
-    assert files[0] == "r/agentevol/round=0/global/adapter"
+    # 2 iterations x (2 envs x (shard, buffer) + dataset + adapter); 3 x 2
+    # metrics, round 0's AgentTraj-SFT's (its base agent is trained there)
+    assert len(files) == 2 * (2 * 2 + 2) + 3 * 2
+    assert files[0] == "r/agentevol/round=1/client=maze/explore.parquet"
     assert "r/agentevol/round=2/global/dataset.json" in files
+    assert "r/agenttraj_sft/round=1/eval/env=maze/metrics.json" in files
 
 
 def test_bad_settings_are_named():
@@ -147,9 +178,10 @@ def test_bad_settings_are_named():
 def test_the_matched_control_shares_the_base_agent_and_copies_each_iterations_steps():
     m = methods(iterations=2)
     matched, chained = m["agenttraj_sft_matched"], m["matched_continue"]
-    # round 0 is AgentEvol's base agent: not trained again, its evaluation reused
+    # round 0 is AgentEvol's base agent (here AgentTraj-SFT's adapter): not
+    # trained again, its evaluation reused
     assert agentevol.trained_rounds(matched) == [1, 2]
-    assert evaluated_as(matched, 0) == ("agentevol", 0)
+    assert evaluated_as(matched, 0) == ("agenttraj_sft", 1)
     assert evaluated_as(matched, 2) == ("agenttraj_sft_matched", 2)
     # iteration m: the expert set, for as many steps as AgentEvol's iteration m
     for r in (1, 2):
@@ -167,7 +199,7 @@ def test_the_matched_control_shares_the_base_agent_and_copies_each_iterations_st
     assert chained.options["init_from"] == "previous"
     assert (
         agentevol.start_adapter(LAYOUT, chained, 1)
-        == "r/continue/round=0/global/adapter"
+        == "r/agenttraj_sft/round=1/global/adapter"
     )
     assert agentevol.start_adapter(LAYOUT, chained, 2) == (
         "r/matched_continue/round=1/global/adapter"
@@ -176,13 +208,14 @@ def test_the_matched_control_shares_the_base_agent_and_copies_each_iterations_st
     files = agentevol.artifacts(LAYOUT, matched, ENVS)
     assert files[:2] == ["r/agenttraj_sft_matched/round=1/global/adapter",
                          "r/agenttraj_sft_matched/round=2/global/adapter"]  # fmt: skip
-    assert files[2:4] == ["r/agentevol/round=0/eval/env=maze/metrics.json",
-                          "r/agentevol/round=0/eval/env=wordle/metrics.json"]  # fmt: skip
+    assert files[2:4] == ["r/agenttraj_sft/round=1/eval/env=maze/metrics.json",
+                          "r/agenttraj_sft/round=1/eval/env=wordle/metrics.json"]  # fmt: skip
     assert len(files) == 2 + 3 * 2 and agentevol.buffers(LAYOUT, matched, ENVS) == []
     # the report compares AgentEvol with it once, AgentEvol first
     pairs = planned_pairs(m)
     assert ("agentevol", "agenttraj_sft_matched") in pairs
     assert ("agenttraj_sft_matched", "agentevol") not in pairs
+    assert ("agenttraj_sft_matched", "agenttraj_sft") not in pairs  # its round 0
 
 
 def test_a_matched_control_must_name_an_agentevol_method():

@@ -32,7 +32,7 @@ class Queue:
     unprioritised: list[str] = field(default_factory=list)
 
 
-def _parse(log: str) -> tuple[dict, list]:
+def parse(log: str) -> tuple[dict, list]:
     """Jobs by id (rule, input, output, priority) and the log's events in
     order: ("execute", n), ("start", id), ("finish", id)."""
     jobs, events, current = {}, [], None
@@ -93,7 +93,7 @@ def replay(log: str) -> Queue:
     """The run's selections against its priorities (see the module). Raises
     on a log it cannot replay: no job blocks, a job never finished, a
     selection whose blocks are missing."""
-    jobs, events = _parse(log)
+    jobs, events = parse(log)
     started = {e[1] for e in events if e[0] == "start"}
     finished = {e[1] for e in events if e[0] == "finish"}
     if not jobs or started != finished:

@@ -11,11 +11,12 @@ import json
 import shutil
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from evoflow.store import read_manifest
 from tests.workflow.conftest import ROOT, planned_jobs, run_log, snakemake
-from tests.workflow.queue import replay
+from tests.workflow.queue import parse, replay
 
 pytestmark = pytest.mark.slow
 CONFIG = ROOT / "tests" / "configs" / "tiny_agentevol.yaml"
@@ -73,7 +74,7 @@ def test_each_iteration_learns_the_demos_and_only_its_own_explorations(run):
         assert info["buffer_episodes"] == DEMOS + EXPLORED
         assert info["init_adapter"] is None
         assert info["config"]["epochs"] == 1
-    assert training(run, "agentevol", 0)["buffer_episodes"] == DEMOS
+    assert training(run, "agenttraj_sft", 1)["buffer_episodes"] == DEMOS  # base
     results = (run / "results/tiny-agentevol").resolve()
     dataset = read_manifest(results / "agentevol/round=2/global/dataset.json")
     shards = sorted(str(Path(s.path).relative_to(results)) for s in dataset.shards)
@@ -96,17 +97,34 @@ def test_agenttraj_l_sft_learns_the_large_expert_set(run):
 
 
 def test_the_base_agent_is_agenttraj_sft(run):
-    # the same expert set, epochs and SFT seed: one agent, trained twice, so
-    # AgentEvol's difference from AgentTraj-SFT is its iterations' alone
+    # the same expert set, epochs and SFT seed: one agent, trained and
+    # evaluated once, so AgentEvol's difference from AgentTraj-SFT is its
+    # iterations' alone
     results = run / "results/tiny-agentevol"
-    base, bc = (results / f"{m}/round={r}/global/adapter"
-                for m, r in (("agentevol", 0), ("agenttraj_sft", 1)))  # fmt: skip
-    assert (
-        training(run, "agentevol", 0)["config"]
-        == training(run, "agenttraj_sft", 1)["config"]
-    )
-    weights = "adapter_model.safetensors"
-    assert (base / weights).read_bytes() == (bc / weights).read_bytes()
+    for agent in ("agentevol", "agentevol_continue"):
+        assert not (results / f"{agent}/round=0").exists()
+        # iteration 1 explores with AgentTraj-SFT's adapter ...
+        explored = pq.read_table(
+            results / f"{agent}/round=1/client=maze/explore.parquet"
+        )
+        played = pq.read_table(
+            results / "agenttraj_sft/round=1/eval/env=maze/episodes.parquet"
+        )
+        assert set(explored["adapter_sha256"].to_pylist()) == (
+            set(played["adapter_sha256"].to_pylist())
+        )
+    # ... trained with the exploring chain's priority, as its first link (the
+    # large expert set's clone, which no chain starts from, keeps the lower one)
+    jobs = parse(run_log(run))[0].values()
+    priority = {j["output"][0].split("/")[2]: j["priority"]
+                for j in jobs if j["rule"] == "train_pooled"}  # fmt: skip
+    assert priority["agenttraj_sft"] == priority["agentevol"] == 2
+    assert priority["agenttraj_l_sft"] == 1
+    # ... and the report reads its evaluation as AgentEvol's round 0
+    rows = (run / "reports/tiny-agentevol/outcomes.csv").read_text().splitlines()
+    base = sorted(r.split(",", 2)[2] for r in rows if r.startswith("agentevol,0,"))
+    bc = sorted(r.split(",", 2)[2] for r in rows if r.startswith("agenttraj_sft,1,"))
+    assert base == bc and len(base) == 4  # 2 envs x 2 test tasks
 
 
 def test_continue_from_last_accumulates_and_chains_adapters(run):
@@ -128,7 +146,7 @@ def test_the_matched_control_learns_the_demos_for_agentevols_steps(run):
     chained = training(run, "matched_continue", 2)["init_adapter"]
     assert chained.endswith("matched_continue/round=1/global/adapter")
     assert training(run, "matched_continue", 1)["init_adapter"].endswith(
-        "agentevol_continue/round=0/global/adapter"
+        "agenttraj_sft/round=1/global/adapter"  # its base agent
     )
     comparisons = (run / "reports/tiny-agentevol/comparisons.csv").read_text()
     assert "agentevol,agenttraj_sft_matched," in comparisons

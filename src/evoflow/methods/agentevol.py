@@ -6,7 +6,9 @@ agenttraj_sft   behaviour cloning on the expert set (AgentTraj-SFT): one
                 adapter on every env's demonstrations, ``base_epochs``
 agenttraj_l_sft the same on the larger expert set (AgentTraj-L-SFT, the
                 paper's upper bound of SFT): ``envs.<env>.demos_large`` each
-agentevol       round 0 is that base agent; iteration m = 1..M explores every
+agentevol       round 0 is that base agent (AgentTraj-SFT's adapter and
+                evaluation where one is configured with the same settings:
+                one agent, trained once); iteration m = 1..M explores every
                 env's training tasks with iteration m-1's agent, keeps the
                 episodes that pass ``filter``, merges them with the expert
                 set and learns a new agent; every iteration is evaluated
@@ -120,9 +122,20 @@ def resolve(config: dict, entry: dict) -> tuple[int, dict]:
 
 
 def link(method: Method, methods: dict[str, Method]) -> Method:
-    """A matched control names an AgentEvol method with at least its
-    iterations; it takes that method's ``init_from``, and its round 0 is that
-    method's base agent (``init``/``init_round``: one training, one evaluation)."""
+    """Round 0 trained once (``init``/``init_round``, read by ``evaluated_as``).
+
+    AgentEvol's base agent is AgentTraj-SFT's adapter where that method clones
+    the same expert set under the same SFT settings and seed (``twin``). A
+    matched control names an AgentEvol method with at least its iterations; it
+    takes that method's ``init_from``, and its round 0 is that method's base
+    agent."""
+    if method.kind.name == "agentevol":
+        twin = _twin(method, methods)
+        if twin is None:
+            return method
+        return replace(
+            method, options={**method.options, "init": twin, "init_round": 1}
+        )
     if not method.kind.matched:
         return method
     name, where = method.options["budget_of"], f"methods.{method.name}.budget_of"
@@ -134,8 +147,31 @@ def link(method: Method, methods: dict[str, Method]) -> Method:
     if other.rounds < method.rounds:
         raise ValueError(f"{where}: {name!r} runs {other.rounds} iterations, fewer "
                          f"than {method.name}'s {method.rounds}")  # fmt: skip
-    shared = {"init_from": other.options["init_from"], "init": name, "init_round": 0}
+    twin = _twin(other, methods)
+    init, at = (name, 0) if twin is None else (twin, 1)
+    shared = {"init_from": other.options["init_from"], "init": init, "init_round": at}
     return replace(method, options={**method.options, **shared})
+
+
+def _twin(agent: Method, methods: dict[str, Method]) -> str | None:
+    """The first AgentTraj-SFT whose one training job is ``agent``'s base
+    agent's: the same expert set and the same SFT settings, seed included."""
+    for name, other in methods.items():
+        if (other.kind.name == "agenttraj_sft"
+                and other.kind.expert_set == agent.kind.expert_set
+                and sft(other, 1) == sft(agent, 0)):  # fmt: skip
+            return name
+    return None
+
+
+def base_agent(layout: Layout, method: Method) -> str:
+    """The adapter of an AgentEvol method's base agent (a matched control's:
+    that of the method it matches), wherever it was trained."""
+    if "init" in method.options:
+        return layout.global_adapter(
+            method.options["init"], method.options["init_round"]
+        )
+    return layout.global_adapter(method.name, 0)
 
 
 def settings(method: Method) -> AgentEvolSettings:
@@ -155,10 +191,11 @@ def budget_job(
 
 
 def trained_rounds(method: Method) -> list[int]:
-    """The base agent is round 0 of AgentEvol (round 1 of AgentTraj-SFT); a
-    matched control trains from round 1 on (its round 0 is AgentEvol's)."""
+    """The base agent is round 0 of AgentEvol (round 1 of AgentTraj-SFT);
+    where it is trained elsewhere (``link``: AgentTraj-SFT's, or for a matched
+    control AgentEvol's), the method trains from round 1 on."""
     if method.kind.iterative:
-        return list(range(int(method.kind.matched), method.rounds + 1))
+        return list(range(int("init" in method.options), method.rounds + 1))
     return [1]
 
 
@@ -167,9 +204,8 @@ def start_adapter(layout: Layout, method: Method, round: int) -> str | None:
     if not method.kind.iterative or round == 0:
         return None
     init = settings(method).init_from
-    base = method.options["budget_of"] if method.kind.matched else method.name
     if init == "base_agent" or (init == "previous" and round == 1):
-        return layout.global_adapter(base, 0)
+        return base_agent(layout, method)
     if init == "previous":
         return layout.global_adapter(method.name, round - 1)
     return None
@@ -177,6 +213,8 @@ def start_adapter(layout: Layout, method: Method, round: int) -> str | None:
 
 def explore_adapter(layout: Layout, method: Method, round: int) -> str | None:
     """Iteration m explores with the agent of iteration m-1."""
+    if round == 1:
+        return base_agent(layout, method)
     return layout.global_adapter(method.name, round - 1)
 
 
@@ -216,8 +254,8 @@ def sft(method: Method, round: int, client: str = POOLED) -> SFTConfig:
 
     The base agent (round 0) trains under the seed of a method trained once
     (round 1), AgentTraj-SFT's: both clone the expert set, so with the same
-    settings they are one agent, and AgentEvol − AgentTraj-SFT is what the
-    iterations add, not the spread of two SFT seeds."""
+    settings they are one agent (trained once, ``link``), and AgentEvol −
+    AgentTraj-SFT is what the iterations add, not the spread of two SFT seeds."""
     options = settings(method)
     base = not method.kind.iterative or round == 0
     epochs = options.base_epochs if base else options.learn_epochs

@@ -58,8 +58,9 @@ def planned_pairs(methods: Mapping[str, Method]) -> list[tuple[str, str]]:
     for name, method in methods.items():
         for kind in method.kind.versus:
             pairs += [(name, other) for other in by_kind.get(kind, []) if other != name]
-        start = method.options.get("init")
-        if start in methods and method.kind.name not in methods[start].kind.versus:
+        start = method.options.get("init")  # RL against where it starts
+        if (start in methods and not method.kind.matched
+                and method.kind.name not in methods[start].kind.versus):  # fmt: skip
             pairs.append((name, start))  # unless the start plans it the other way
     for name, method in methods.items():
         if method.kind.trains:
