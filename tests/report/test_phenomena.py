@@ -173,6 +173,11 @@ def test_helmsmans_study_is_a_section_of_its_own(tmp_path):
         in section
     )
     assert "No " in absent and "helmsman_comparisons.csv: run the study" in absent
+    # FedNova +4 in every seed: no zero-width "[+4.0, +4.0]", no p
+    flat = q4([51.0, 71.0, 91.0], [54.0, 74.0, 94.0])
+    (folder / "helmsman_comparisons.csv").write_text(comparisons_csv(flat, ["Q4"]))
+    text = phenomena_report([HELMSMAN], tmp_path)
+    assert "| Q4 | Domain Shift | FedNova | +4.0 | – | – | 3 of 5 |" in text
 
 
 def test_studies_kept_apart_are_each_read_from_the_folder_that_holds_them(tmp_path):

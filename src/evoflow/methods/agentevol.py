@@ -93,7 +93,7 @@ KINDS = (
         matched=True,
     ),
 )
-MATCHED_OPTIONS = ("budget_of", "init", "init_round")  # beside the settings
+LINKED_OPTIONS = ("budget_of", "init", "init_round")  # beside the settings (link)
 
 
 @dataclass(frozen=True)
@@ -175,7 +175,7 @@ def base_agent(layout: Layout, method: Method) -> str:
 
 
 def settings(method: Method) -> AgentEvolSettings:
-    own = {k: v for k, v in method.options.items() if k not in MATCHED_OPTIONS}
+    own = {k: v for k, v in method.options.items() if k not in LINKED_OPTIONS}
     return AgentEvolSettings(**own)
 
 

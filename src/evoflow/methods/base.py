@@ -112,10 +112,11 @@ class Method:
 def evaluated_as(method: Method, round: int) -> tuple[str, int]:
     """The (method, round) whose evaluation stands for ``method`` at ``round``.
 
-    Round 0 of a method that starts from another method's final adapter
-    (``rl.init``, kept as the options ``init`` and ``init_round``) is that
-    method's final evaluation: the same adapter played greedily on the same
-    test tasks, so it runs once. Every other round is the method's own.
+    Round 0 of a method that starts from another method's adapter (``rl.init``;
+    AgentEvol's base agent trained as AgentTraj-SFT; kept as the options
+    ``init`` and ``init_round``) is that method's evaluation there: the same
+    adapter played greedily on the same test tasks, so it runs once. Every other
+    round is the method's own.
     """
     init, at = method.options.get("init"), method.options.get("init_round")
     if round == 0 and init is not None and at is not None:

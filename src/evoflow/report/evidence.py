@@ -12,8 +12,8 @@ reference, whose per-task success is a mean over seeds). The pairs:
   Fed-SE, AgentEvol against behaviour cloning, ScalingInter-RL against the fixed
   horizon);
 - a method that starts from another's adapter (RL's ``init``) against that
-  start, unless the start names its kind (AgentEvol against its matched
-  control, which shares its base agent);
+  start, unless the start names its kind (AgentEvol, whose base agent is
+  AgentTraj-SFT's), and never a matched control against its round 0's source;
 - every trained method against Pre-Trained and against Random (valid
   actions), on the envs the latter plays.
 
@@ -58,7 +58,7 @@ def planned_pairs(methods: Mapping[str, Method]) -> list[tuple[str, str]]:
     for name, method in methods.items():
         for kind in method.kind.versus:
             pairs += [(name, other) for other in by_kind.get(kind, []) if other != name]
-        start = method.options.get("init")  # RL against where it starts
+        start = method.options.get("init")  # the adapter it starts from
         if (start in methods and not method.kind.matched
                 and method.kind.name not in methods[start].kind.versus):  # fmt: skip
             pairs.append((name, start))  # unless the start plans it the other way

@@ -147,7 +147,14 @@ def helmsman_section(experiment: str, seeds: Sequence[int],
               "p (seeds)", "Seeds", "Verdict"]  # fmt: skip
     lines = [md_row(header), md_row(["---"] * len(header))]
     for r in (r for r in rows if r["column"] == "specialised"):
-        span = span_text(float(r["low"]), float(r["high"])) if r["low"] else "–"
+        # no interval with one seed, nor where every seed gave the same
+        # non-zero difference (zero width, no test: see _t_interval)
+        flat = not r["p"] and float(r["mean"]) != 0.0
+        span = (
+            "–"
+            if not r["low"] or flat
+            else span_text(float(r["low"]), float(r["high"]))
+        )
         p = p_text(float(r["p"])) if r["p"] else "–"
         lines.append(md_row([r["task"], r["problem"], r["method"],
                              f"{float(r['mean']):+.1f}", span, p,
