@@ -8,7 +8,8 @@ import subprocess
 from pathlib import Path
 
 from evoflow.config import load_config
-from evoflow.study import run_study, study_of, wall_seconds
+from evoflow.errors import ConfigError
+from evoflow.study import machine, run_study, study_of, wall_seconds
 
 STUDY = "config/study/fedse.yaml"
 
@@ -263,3 +264,61 @@ def test_a_resumed_study_keeps_the_times_of_seeds_that_had_finished(
     assert result["seeds"]["100"] == 600.0
     assert result["seeds"]["101"] < 60  # the fake run's time, not the old 500
     assert wall_seconds(study, tmp_path)[100] == 600.0
+
+
+def test_seeds_runs_only_those_and_keeps_the_other_seeds_times(tmp_path, monkeypatch):
+    # Prepare: seeds 100 and 101 were run in an earlier sitting on another
+    # machine (their reports copied back under tmp_path)
+    study = study_of(load_config(STUDY))
+    record = study.record(tmp_path)
+    record.parent.mkdir(parents=True)
+    record.write_text(json.dumps({
+        "config": STUDY, "seeds": {"100": 3600.0, "101": 3500.0},
+        "machines": {"100": ["Other CPU, 2 cores, amx_bf16"],
+                     "101": ["Other CPU, 2 cores, amx_bf16"]}}))  # fmt: skip
+    calls = fake_snakemake(monkeypatch)
+    monkeypatch.setattr(
+        "evoflow.study.machine", lambda: "This CPU, 2 cores, no bf16 units"
+    )
+
+    # Execute: the rest, named out of order
+    run_study(STUDY, reports=tmp_path, seeds=(104, 102, 103))
+
+    # Assert: only those run, in the study's order; each finished seed has a
+    # time and the machine it ran on
+    assert [c[c.index("--config") + 1] for c in calls] == [
+        "seed=102",
+        "seed=103",
+        "seed=104",
+    ]
+    assert set(wall_seconds(study, tmp_path)) == set(study.seeds)
+    assert wall_seconds(study, tmp_path)[100] == 3600.0
+    saved = json.loads(record.read_text())
+    assert saved["machines"]["100"] == ["Other CPU, 2 cores, amx_bf16"]
+    assert saved["machines"]["103"] == ["This CPU, 2 cores, no bf16 units"]
+
+
+def test_seeds_outside_the_study_are_named(tmp_path, monkeypatch):
+    calls = fake_snakemake(monkeypatch)
+    try:
+        run_study(STUDY, reports=tmp_path, seeds=(101, 7))
+    except ConfigError as error:
+        assert (
+            "--seeds 7: not among the study's seeds (100, 101, 102, 103, 104)"
+            in str(error)
+        )
+    else:
+        raise AssertionError("seed 7 was accepted")
+    assert calls == []
+
+
+def test_machine_reads_the_model_name_cores_and_bf16_units(monkeypatch):
+    cpuinfo = ("processor\t: 0\nmodel name\t: AMD EPYC\n"
+               "flags\t\t: fpu sse avx2 avx512f avx512_bf16\n\n"
+               "processor\t: 1\nmodel name\t: AMD EPYC\nflags\t\t: fpu avx512_bf16\n")  # fmt: skip
+    real = Path.read_text
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: cpuinfo
+                        if str(self) == "/proc/cpuinfo" else real(self, *a, **k))  # fmt: skip
+    monkeypatch.setattr("evoflow.study.os.cpu_count", lambda: 2)
+
+    assert machine() == "AMD EPYC, 2 cores, avx512_bf16"

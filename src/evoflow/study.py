@@ -13,7 +13,9 @@ such as the start it trained from)::
 
 ``evoflow study <config>`` runs the workflow once per seed, each as the
 experiment ``<experiment>-s<seed>`` (its own results and report folders), and
-records each seed's wall time in ``reports/<experiment>/study.json``;
+records each seed's wall time and the machine it ran on in
+``reports/<experiment>/study.json``; ``--seeds`` runs some of them (a study
+split over sittings or machines);
 ``evoflow phenomena`` pools the seeds' reports per claim
 (``evoflow.report.phenomena``).
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import subprocess
 import sys
@@ -106,11 +109,15 @@ def study_of(config: dict, source: str = "config") -> Study:
 
 
 def run_study(
-    path: str | Path, cores: int = 2, reports: str | Path = "reports"
+    path: str | Path,
+    cores: int = 2,
+    reports: str | Path = "reports",
+    seeds: tuple[int, ...] | None = None,
 ) -> dict:
-    """Run the workflow once per seed of the study config at ``path``; record
-    and return each seed's wall time. A seed with nothing left to do (a
-    Snakemake dry run says so) that the record already timed is not run
+    """Run the workflow once per seed of the study config at ``path`` (or only
+    ``seeds``, some of them); record and return each seed's wall time and the
+    machines it ran on (``machine()``; two where a resumed seed moved). A seed
+    with nothing left to do (a Snakemake dry run says so) that the record already timed is not run
     again and keeps its time, so a resumed study reports what each seed cost,
     not the seconds a finished seed takes to check. A seed's running time is
     saved every ``CHECKPOINT`` seconds under ``partial``, so when a seed is
@@ -119,7 +126,7 @@ def run_study(
     config = load_config(path)
     study = study_of(config, str(path))
     record = {"config": str(path), **_timed(study, path, reports)}
-    for seed in study.seeds:
+    for seed in _chosen(study, seeds, str(path)):
         command = [sys.executable, "-m", "snakemake", "--profile", "workflow/profiles/local",
                    "--cores", str(cores), "--configfile", str(path), "--config",
                    f"seed={seed}", f"experiment={study.experiment_of(seed)}"]  # fmt: skip
@@ -127,6 +134,9 @@ def run_study(
             log.info("study %s: seed %d finished before", study.experiment, seed)
             continue
         log.info("study %s: seed %d", study.experiment, seed)
+        ran_on = record["machines"].setdefault(str(seed), [])
+        if machine() not in ran_on:
+            ran_on.append(machine())
         returncode = _run_timed(command, str(seed), record, study.record(reports))
         if returncode != 0:
             raise RuntimeError(f"study {study.experiment}: seed {seed} failed "
@@ -163,14 +173,45 @@ def _run_timed(command: list[str], seed: str, record: dict, out: Path) -> int:
         save()
 
 
+def _chosen(
+    study: Study, seeds: tuple[int, ...] | None, source: str
+) -> tuple[int, ...]:
+    """The study's seeds to run: all, or ``seeds`` where each is one of them."""
+    if seeds is None:
+        return study.seeds
+    unknown = [s for s in seeds if s not in study.seeds]
+    if unknown:
+        raise ConfigError(
+            f"{source}: --seeds {' '.join(map(str, unknown))}: not among "
+            f"the study's seeds ({', '.join(map(str, study.seeds))})"
+        )
+    return tuple(s for s in study.seeds if s in seeds)
+
+
+def machine() -> str:
+    """This machine in a few words: the CPU's model name, its core count and
+    whether it multiplies bf16 in hardware (``amx_bf16`` or ``avx512_bf16``), as
+    ``/proc/cpuinfo`` tells them (``unknown CPU`` where it tells nothing)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        text = ""
+    name = re.search(r"^model name\s*:\s*(.+)$", text, flags=re.MULTILINE)
+    flags = re.search(r"^flags\s*:(.*)$", text, flags=re.MULTILINE)
+    flags = set(flags[1].split()) if flags else set()
+    bf16 = next((f for f in ("amx_bf16", "avx512_bf16") if f in flags), "no bf16 units")
+    name = name[1].strip() if name else "unknown CPU"
+    return f"{name}, {os.cpu_count()} cores, {bf16}"
+
+
 def _timed(study: Study, path: str | Path, reports: str | Path) -> dict[str, dict]:
-    """The seeds' times (finished, and partial) a record of this config holds."""
+    """The seeds' times (finished, and partial) and machines a record of this
+    config holds."""
     found = study.record(reports)
     earlier = json.loads(found.read_text()) if found.is_file() else {}
     if earlier.get("config") != str(path):
-        return {"seeds": {}, "partial": {}}
-    return {"seeds": dict(earlier.get("seeds", {})),
-            "partial": dict(earlier.get("partial", {}))}  # fmt: skip
+        return {"seeds": {}, "partial": {}, "machines": {}}
+    return {key: dict(earlier.get(key, {})) for key in ("seeds", "partial", "machines")}
 
 
 def _finished(command: list[str]) -> bool:

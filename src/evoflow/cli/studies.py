@@ -14,12 +14,16 @@ def _study_args(p: argparse.ArgumentParser) -> None:
                    help="cores Snakemake may use per seed")  # fmt: skip
     p.add_argument("--reports", default="reports",
                    help="where the seeds' reports and study.json go")  # fmt: skip
+    p.add_argument("--seeds", nargs="+", type=int, metavar="SEED",
+                   help="run only these of the study's seeds (the record keeps "
+                        "the others' times): a study split over sittings")  # fmt: skip
 
 
 @command(
     "study",
     "Run a study config once per seed of its study section (each seed its own "
-    "experiment <experiment>-s<seed>) and record each seed's wall time; rerun "
+    "experiment <experiment>-s<seed>) and record each seed's wall time and "
+    "machine; rerun "
     "it to resume: finished seeds are skipped, and an interrupted seed's time "
     "so far (saved every minute) is added to its resumed run's.",
     _study_args,
@@ -28,7 +32,8 @@ def _study_args(p: argparse.ArgumentParser) -> None:
 def _study(args: argparse.Namespace) -> int:
     from evoflow.study import run_study
 
-    record = run_study(args.config, cores=args.cores, reports=args.reports)
+    seeds = tuple(args.seeds) if args.seeds else None
+    record = run_study(args.config, cores=args.cores, reports=args.reports, seeds=seeds)
     for seed, seconds in record["seeds"].items():
         print(f"seed {seed}: {seconds / 60:.1f} min")
     return 0
