@@ -152,8 +152,8 @@ def test_report_lists_methods_in_table_1_order_whatever_the_config_order(
             for env in config["envs"]:
                 path = tmp_path / name / f"round={round}" / "eval" / f"env={env}"
                 path.mkdir(parents=True)
-                metrics = {"env": env, "successes": 1, "episodes": 2,
-                           "mean_turns": 4.0, "invalid_action_rate": 0.25}  # fmt: skip
+                metrics = {"env": env, "successes": 1, "episodes": 2, "mean_turns": 4.0,
+                           "invalid_action_rate": 0.25, "stuck_rate": 0.5}  # fmt: skip
                 (path / "metrics.json").write_text(json.dumps(metrics))
                 episodes = [make_episode(i, env=env, task_id=f"t{i}", method=name,
                                          success=i == 0, split="test", source="eval")
@@ -183,22 +183,26 @@ def test_report_lists_methods_in_table_1_order_whatever_the_config_order(
     rounds, envs = config["fed"]["rounds"], len(config["envs"])
     per_round = " → ".join([str(envs)] * rounds)  # each client found 1 of 3
     found = (
-        f"| Fed-SE | 25.0 | 4.0 | {per_round} ({rounds * envs} / {3 * rounds * envs}) |"
+        f"| Fed-SE | 25.0 | 4.0 | 50.0 | {per_round} ({rounds * envs} / "
+        f"{3 * rounds * envs}) |"
     )
-    assert found in table and "| FedIT | 25.0 | 4.0 | – |" in table
+    assert found in table and "| FedIT | 25.0 | 4.0 | 50.0 | – |" in table
 
 
 def test_behaviour_table_pools_turns_and_counts_explorations(tmp_path):
     from evoflow.report.behaviour import behaviour_markdown, explored, explored_by_round
 
-    # maze: 4 episodes x 5 turns, 10 % invalid -> 20 turns, 2 invalid;
-    # wordle: 6 episodes x 2 turns, 50 % invalid -> 12 turns, 6 invalid.
-    # Pooled: 8 / 32 = 25.0 % invalid, 32 turns / 10 episodes = 3.2 turns.
+    # maze: 4 episodes x 5 turns, 10 % invalid -> 20 turns, 2 invalid, 1 stuck;
+    # wordle: 6 episodes x 2 turns, 50 % invalid -> 12 turns, 6 invalid, 3 stuck.
+    # Pooled: 8 / 32 = 25.0 % invalid, 32 turns / 10 episodes = 3.2 turns,
+    # 4 / 10 = 40.0 % stuck.
     files = []
-    for env, n, turns, invalid in (("maze", 4, 5.0, 0.1), ("wordle", 6, 2.0, 0.5)):
+    for env, n, turns, invalid, stuck in (("maze", 4, 5.0, 0.1, 0.25),
+                                          ("wordle", 6, 2.0, 0.5, 0.5)):  # fmt: skip
         path = tmp_path / f"{env}.json"
         path.write_text(json.dumps({"env": env, "successes": 1, "episodes": n,
-                                    "mean_turns": turns, "invalid_action_rate": invalid}))  # fmt: skip
+                                    "mean_turns": turns, "invalid_action_rate": invalid,
+                                    "stuck_rate": stuck}))  # fmt: skip
         files.append(path)
     fedse = load_row("fedse", "Fed-SE", files)
     buffers = []
@@ -211,10 +215,11 @@ def test_behaviour_table_pools_turns_and_counts_explorations(tmp_path):
     assert explored(buffers) == (5, 6)
     assert explored_by_round(buffers[::-1]) == [(1, 3), (4, 3)]
     table = behaviour_markdown([fedse], {"fedse": explored_by_round(buffers)})
-    assert "| Fed-SE | 25.0 | 3.2 | 1 → 4 (5 / 6) |" in table
+    assert "| Fed-SE | 25.0 | 3.2 | 40.0 | 1 → 4 (5 / 6) |" in table
     one_round = behaviour_markdown([fedse], {"fedse": [(5, 6)]})
-    assert "| Fed-SE | 25.0 | 3.2 | 5 / 6 |" in one_round
-    assert "| FedIT | 0.0 | 1.0 | – |" in behaviour_markdown(
+    assert "| Fed-SE | 25.0 | 3.2 | 40.0 | 5 / 6 |" in one_round
+    # metrics written before the stuck count: no cell rather than 0
+    assert "| FedIT | 0.0 | 1.0 | – | – |" in behaviour_markdown(
         [Row("fedit", "FedIT", {"maze": 0}, {"maze": 2}, {"maze": 2.0}, {"maze": 0.0})],
         {},
     )

@@ -3,8 +3,9 @@
 Format learning (valid actions) and policy learning (success) move apart on a
 small model: a method can stop writing unusable replies long before it solves
 tasks. For every method's final evaluation this table gives the invalid-action
-rate and the mean turns per episode, pooled over every test episode of every
-env, and — for self-evolving methods — the successes its clients' exploration
+rate, the mean turns per episode and the share of episodes that failed stuck
+repeating one action (``evaluate.metrics.stuck_repeating``: a trained agent can
+collapse into loops), pooled over every test episode of every env, and — for self-evolving methods — the successes its clients' exploration
 found, round by round and in all (``explored_successes`` of the round buffers):
 ``0 → 3 → 7 (10 / 96)`` — the loop closing shows as a rising sequence.
 """
@@ -44,15 +45,16 @@ def explored_by_round(buffer_files: Sequence[str | Path]) -> list[tuple[int, int
 def behaviour_markdown(
     rows: Sequence[Row], exploration: Mapping[str, list[tuple[int, int]]]
 ) -> str:
-    """Markdown table: invalid-action rate, mean turns, exploration successes
-    (``exploration``: per method, (successes, episodes) of each round)."""
-    header = ["Method", "Invalid actions (%)", "Mean turns", "Exploration successes"]
+    """Markdown table: invalid-action rate, mean turns, stuck episodes,
+    exploration successes (``exploration``: per method, (successes, episodes)
+    of each round)."""
+    header = ["Method", "Invalid actions (%)", "Mean turns", "Stuck repeating (%)",
+              "Exploration successes"]  # fmt: skip
     lines = [md_row(header), md_row(["---"] * len(header))]
     for row in rows:
         found_text = _found(exploration.get(row.method))
-        lines.append(
-            md_row([row.title, pct(row.invalid_pct), pct(row.mean_turns), found_text])
-        )
+        lines.append(md_row([row.title, pct(row.invalid_pct), pct(row.mean_turns),
+                             pct(row.stuck_pct), found_text]))  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

@@ -51,6 +51,7 @@ class Row:
     episodes: dict[str, int]
     turns: dict[str, float] = field(default_factory=dict)  # turns played, per env
     invalid: dict[str, float] = field(default_factory=dict)  # invalid actions, per env
+    stuck: dict[str, float] = field(default_factory=dict)  # stuck episodes, per env
     outcomes: Outcomes | None = None  # per task, where the row was read from episodes
 
     def rate(self, env: str) -> float | None:
@@ -79,6 +80,15 @@ class Row:
         return 100.0 * sum(self.invalid.values()) / n if n else None
 
     @property
+    def stuck_pct(self) -> float | None:
+        """Episodes that failed repeating one action, as % of all episodes
+        (None where an env's metrics predate the count)."""
+        n = sum(self.episodes.values())
+        if not n or set(self.stuck) != set(self.episodes):
+            return None
+        return 100.0 * sum(self.stuck.values()) / n
+
+    @property
     def mean_turns(self) -> float | None:
         n = sum(self.episodes.values())
         return sum(self.turns.values()) / n if n else None
@@ -86,13 +96,15 @@ class Row:
 
 def row_from_metrics(method: str, title: str, metrics: Mapping[str, Mapping]) -> Row:
     """A table row from per-env evaluation metrics (``metrics.json`` contents)."""
-    successes, episodes, turns, invalid = {}, {}, {}, {}
+    successes, episodes, turns, invalid, stuck = {}, {}, {}, {}, {}
     for env, m in metrics.items():
         successes[env] = int(m["successes"])
         episodes[env] = int(m["episodes"])
         turns[env] = m["mean_turns"] * episodes[env]
         invalid[env] = m["invalid_action_rate"] * turns[env]
-    return Row(method, title, successes, episodes, turns, invalid)
+        if "stuck_rate" in m:
+            stuck[env] = round(m["stuck_rate"] * episodes[env])
+    return Row(method, title, successes, episodes, turns, invalid, stuck)
 
 
 def load_row(
@@ -111,7 +123,7 @@ def load_row(
     envs = {env: outcomes.of(env) for env in row.episodes}
     return Row(method, title, {e: o.successes for e, o in envs.items()},
                {e: o.episodes for e, o in envs.items()}, row.turns, row.invalid,
-               outcomes)  # fmt: skip
+               row.stuck, outcomes)  # fmt: skip
 
 
 def rate_interval(outcomes: Outcomes) -> tuple[float, float]:
