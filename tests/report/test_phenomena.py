@@ -210,6 +210,29 @@ def test_studies_kept_apart_are_each_read_from_the_folder_that_holds_them(tmp_pa
     assert "| 0 (2 missing) |" in neither and "run the study" in neither
 
 
+def test_a_study_run_over_two_sittings_pools_the_seeds_of_both_folders(tmp_path):
+    # Prepare: seed 100 (+50 points, 10 min) kept from a first sitting, seeds
+    # 101 (+25, 9 min) and 102 (+0, 8 min) from a second; the second sitting's
+    # folder also holds a stale copy of seed 100 (-100), listed after the first
+    first, second = tmp_path / "sitting1", tmp_path / "sitting2"
+    seed_report(first, 100, [1, 1, 1, 0], [1, 0, 0, 0])
+    seed_report(second, 100, [0, 0, 0, 0], [1, 1, 1, 1])
+    seed_report(second, 101, [1, 1, 0, 0], [1, 0, 0, 0])
+    seed_report(second, 102, [1, 0, 0, 0], [1, 0, 0, 0])
+    for folder, times in ((first, {"100": 600}), (second, {"100": 1, "101": 540,
+                                                           "102": 480})):  # fmt: skip
+        (folder / "st").mkdir()
+        (folder / "st" / "study.json").write_text(json.dumps({"seeds": times}))
+
+    # Execute
+    [found] = measure(study_of(config()), [first, second])
+
+    # Assert: +50, +25 and +0 from where each seed is first found; 27 minutes
+    assert found.estimate.per_run == pytest.approx((0.5, 0.25, 0.0))
+    assert (found.seeds, found.missing, found.tasks) == (3, (), 12)
+    assert found.wall_seconds == 600 + 540 + 480
+
+
 def test_only_a_marked_helmsman_study_is_reported():
     # config/helmsman.yaml's seeds chose a setting: it is not a study
     with pytest.raises(ConfigError, match="no 'study' section"):

@@ -43,8 +43,8 @@ def _phenomena_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("configs", nargs="+", help="study configs whose seeds have run")
     p.add_argument("--reports", nargs="+", action="extend", metavar="FOLDER",
                    help="folders holding the seeds' reports (default: reports); "
-                        "with several, each study is read from the first that "
-                        "holds it")  # fmt: skip
+                        "with several, each seed is read from the first that "
+                        "holds it (a study's seeds may be kept in several)")  # fmt: skip
     p.add_argument("--out", help="write the table here too (Markdown)")
 
 

@@ -19,8 +19,9 @@ no paper claim (its agents do not run): its section lists each task's
 specialised method against FedAvg over the partition seeds.
 ``evoflow phenomena config/study/*.yaml --out reports/phenomena.md`` prints
 the report and writes it there; with several ``--reports`` folders (the kept
-reports of studies run at different times) each study is read from the first
-folder that holds it.
+reports of studies run at different times, or of one study's seeds run over
+several sittings) each seed is read from the first folder that holds it, so
+list one kept version of a study, not two.
 """
 
 from __future__ import annotations
@@ -68,15 +69,24 @@ def verdict(claim: Claim, estimate: RunEstimate | None) -> str:
     return "not resolved at this scale"
 
 
-def measure(study: Study, reports: str | Path = "reports") -> list[Phenomenon]:
-    """Every claim of ``study`` over the seeds whose reports exist."""
-    found, missing = [], []
+def measure(
+    study: Study, reports: str | Path | Sequence[str | Path] = "reports"
+) -> list[Phenomenon]:
+    """Every claim of ``study`` over the seeds whose reports exist, each seed
+    read from the first of the ``reports`` folders that holds it (a study run
+    over several sittings, each kept in a folder of its own), its wall time from
+    that folder's study record."""
+    folders = [reports] if isinstance(reports, str | Path) else list(reports)
+    found, missing, walls = [], [], {}
     for seed in study.seeds:
+        folder = holding([study.experiment_of(seed)], folders)
         try:
-            found.append(read_report(study.report(seed, reports)))
+            found.append(read_report(study.report(seed, folder)))
         except SeedsError:
             missing.append(seed)
-    walls = wall_seconds(study, reports)
+            continue
+        if seed in (timed := wall_seconds(study, folder)):
+            walls[seed] = timed[seed]
     out = []
     for claim in study.claims:
         estimate, shared, problem = None, 0, ""
@@ -190,8 +200,9 @@ def phenomena_report(
     reports: str | Path | Sequence[str | Path] = "reports",
 ) -> str:
     """The report of every study config in ``configs`` (Helmsman's, which has
-    no claims, as a section of its own), each study read from the first of the
-    ``reports`` folders that holds it."""
+    no claims, as a section of its own), each seed of a study (Helmsman's
+    study: the study) read from the first of the ``reports`` folders that
+    holds it."""
     folders = [reports] if isinstance(reports, str | Path) else list(reports)
     rows, sections = [], []
     for path in configs:
@@ -202,7 +213,5 @@ def phenomena_report(
             folder = holding([config["experiment"]], folders)
             sections.append(helmsman_section(config["experiment"], seeds, folder))
             continue
-        study = study_of(config, str(path))
-        names = [study.experiment, *map(study.experiment_of, study.seeds)]
-        rows += measure(study, holding(names, folders))
+        rows += measure(study_of(config, str(path)), folders)
     return "\n".join(([markdown(rows)] if rows else []) + sections)
