@@ -108,6 +108,30 @@ def test_the_rl_study_names_its_estimator_and_matches_the_interaction_budget():
     assert len(found.seeds) >= 5 and base["seed"] not in found.seeds
 
 
+def test_the_rl_tuning_config_is_the_study_on_validation_tasks_with_one_change_a_variant():
+    study = load_config("config/study/agentgym_rl.yaml")
+    tuning = load_config("config/tuning/agentgym_rl.yaml")
+    for key in ("model", "generation", "envs", "train", "rl"):
+        assert tuning[key] == study[key], f"{key} differs from the study's"
+    assert tuning["evaluation"]["split"] == "validation"
+    assert study["evaluation"]["split"] == "test"
+    used = {
+        study["seed"],
+        *study_of(study).seeds,
+        load_config("config/agentgym_rl.yaml")["seed"],
+    }
+    assert tuning["seed"] not in used
+    methods = tuning["methods"]
+    assert methods["scalinginter_rl"] == study["methods"]["scalinginter_rl"]
+    trainer = study["rl"]["trainer"]
+    for name, entry in methods.items():
+        if name in ("agenttraj_sft", "scalinginter_rl"):
+            continue
+        assert entry["kind"] == "scalinginter_rl" and set(entry) == {"kind", "rl"}
+        changed = {k for k, v in entry["rl"]["trainer"].items() if trainer[k] != v}
+        assert set(entry["rl"]) == {"trainer"} and len(changed) == 1, name
+
+
 def test_the_helmsman_study_is_its_benchmark_over_fresh_partition_seeds():
     base = load_config("config/helmsman.yaml")
     study = load_config("config/study/helmsman.yaml")
