@@ -7,6 +7,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from evoflow.config import load_config
 from evoflow.errors import ConfigError
 from evoflow.study import machine, run_study, study_of, wall_seconds
@@ -111,7 +113,7 @@ def test_the_rl_study_names_its_estimator_and_matches_the_interaction_budget():
 def test_the_rl_tuning_config_is_the_study_on_validation_tasks_with_one_change_a_variant():
     study = load_config("config/study/agentgym_rl.yaml")
     tuning = load_config("config/tuning/agentgym_rl.yaml")
-    for key in ("model", "generation", "envs", "train", "rl"):
+    for key in ("model", "generation", "envs", "train", "rl", "fed"):
         assert tuning[key] == study[key], f"{key} differs from the study's"
     assert tuning["evaluation"]["split"] == "validation"
     assert study["evaluation"]["split"] == "test"
@@ -128,6 +130,7 @@ def test_the_rl_tuning_config_is_the_study_on_validation_tasks_with_one_change_a
         if name in ("agenttraj_sft", "scalinginter_rl"):
             continue
         assert entry["kind"] == "scalinginter_rl" and set(entry) == {"kind", "rl"}
+        assert set(entry["rl"]["trainer"]) <= set(trainer), f"{name} adds a setting"
         changed = {k for k, v in entry["rl"]["trainer"].items() if trainer[k] != v}
         assert set(entry["rl"]) == {"trainer"} and len(changed) == 1, name
 
@@ -324,16 +327,33 @@ def test_seeds_runs_only_those_and_keeps_the_other_seeds_times(tmp_path, monkeyp
 
 def test_seeds_outside_the_study_are_named(tmp_path, monkeypatch):
     calls = fake_snakemake(monkeypatch)
-    try:
+    message = r"--seeds 7: not among the study's seeds \(100, 101, 102, 103, 104\)"
+    with pytest.raises(ConfigError, match=message):
         run_study(STUDY, reports=tmp_path, seeds=(101, 7))
-    except ConfigError as error:
-        assert (
-            "--seeds 7: not among the study's seeds (100, 101, 102, 103, 104)"
-            in str(error)
-        )
-    else:
-        raise AssertionError("seed 7 was accepted")
     assert calls == []
+
+
+def test_a_record_is_kept_whatever_spelling_of_the_config_path(tmp_path, monkeypatch):
+    # Prepare: seed 100 recorded under "config/study/fedse.yaml"; seed 101 was
+    # timed on another machine but its files are gone, so it starts afresh
+    study = study_of(load_config(STUDY))
+    study.record(tmp_path).parent.mkdir(parents=True)
+    study.record(tmp_path).write_text(json.dumps({
+        "config": STUDY, "seeds": {"100": 600.0, "101": 500.0},
+        "machines": {"100": ["Old CPU"], "101": ["Old CPU"]}}))  # fmt: skip
+    monkeypatch.setattr(
+        "evoflow.study._finished", lambda command: "seed=100" in command
+    )
+    monkeypatch.setattr("evoflow.study.machine", lambda: "New CPU")
+    fake_snakemake(monkeypatch)
+
+    # Execute: the same config named another way
+    run_study(f"./{STUDY}", reports=tmp_path, seeds=(100, 101))
+
+    # Assert: seed 100's time and machine kept; seed 101 retimed, on this machine only
+    saved = json.loads(study.record(tmp_path).read_text())
+    assert saved["seeds"]["100"] == 600.0 and saved["machines"]["100"] == ["Old CPU"]
+    assert saved["seeds"]["101"] < 60 and saved["machines"]["101"] == ["New CPU"]
 
 
 def test_machine_reads_the_model_name_cores_and_bf16_units(monkeypatch):

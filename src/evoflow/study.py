@@ -117,8 +117,8 @@ def run_study(
     """Run the workflow once per seed of the study config at ``path`` (or only
     ``seeds``, some of them); record and return each seed's wall time and the
     machines it ran on (``machine()``; two where a resumed seed moved). A seed
-    with nothing left to do (a Snakemake dry run says so) that the record already timed is not run
-    again and keeps its time, so a resumed study reports what each seed cost,
+    with nothing left to do (a Snakemake dry run says so) that the record
+    already timed is not run again and keeps its time, so a resumed study reports what each seed cost,
     not the seconds a finished seed takes to check. A seed's running time is
     saved every ``CHECKPOINT`` seconds under ``partial``, so when a seed is
     interrupted (stopped, killed, a restart) and resumed, its time is the sum
@@ -134,9 +134,7 @@ def run_study(
             log.info("study %s: seed %d finished before", study.experiment, seed)
             continue
         log.info("study %s: seed %d", study.experiment, seed)
-        ran_on = record["machines"].setdefault(str(seed), [])
-        if machine() not in ran_on:
-            ran_on.append(machine())
+        _note_machine(record, str(seed))
         returncode = _run_timed(command, str(seed), record, study.record(reports))
         if returncode != 0:
             raise RuntimeError(f"study {study.experiment}: seed {seed} failed "
@@ -173,6 +171,16 @@ def _run_timed(command: list[str], seed: str, record: dict, out: Path) -> int:
         save()
 
 
+def _note_machine(record: dict, seed: str) -> None:
+    """Add this machine to the seed's; a seed started afresh (no partial time
+    kept) forgets the machines of a time it no longer counts."""
+    if seed not in record["partial"]:
+        record["machines"][seed] = []
+    here = machine()
+    if here not in record["machines"].setdefault(seed, []):
+        record["machines"][seed].append(here)
+
+
 def _chosen(
     study: Study, seeds: tuple[int, ...] | None, source: str
 ) -> tuple[int, ...]:
@@ -189,7 +197,8 @@ def _chosen(
 
 
 def machine() -> str:
-    """This machine in a few words: the CPU's model name, its core count and
+    """This machine in a few words: the CPU's model name, the cores this
+    process may use and
     whether it multiplies bf16 in hardware (``amx_bf16`` or ``avx512_bf16``), as
     ``/proc/cpuinfo`` tells them (``unknown CPU`` where it tells nothing)."""
     try:
@@ -201,7 +210,7 @@ def machine() -> str:
     flags = set(flags[1].split()) if flags else set()
     bf16 = next((f for f in ("amx_bf16", "avx512_bf16") if f in flags), "no bf16 units")
     name = name[1].strip() if name else "unknown CPU"
-    return f"{name}, {os.cpu_count()} cores, {bf16}"
+    return f"{name}, {len(os.sched_getaffinity(0))} cores, {bf16}"
 
 
 def _timed(study: Study, path: str | Path, reports: str | Path) -> dict[str, dict]:
@@ -209,7 +218,7 @@ def _timed(study: Study, path: str | Path, reports: str | Path) -> dict[str, dic
     config holds."""
     found = study.record(reports)
     earlier = json.loads(found.read_text()) if found.is_file() else {}
-    if earlier.get("config") != str(path):
+    if Path(earlier.get("config", "")).resolve() != Path(path).resolve():
         return {"seeds": {}, "partial": {}, "machines": {}}
     return {key: dict(earlier.get(key, {})) for key in ("seeds", "partial", "machines")}
 

@@ -223,6 +223,8 @@ def test_a_study_run_over_two_sittings_pools_the_seeds_of_both_folders(tmp_path)
                                                            "102": 480})):  # fmt: skip
         (folder / "st").mkdir()
         (folder / "st" / "study.json").write_text(json.dumps({"seeds": times}))
+    # an interrupted first sitting left seed 102's report folder empty
+    (first / "st-s102").mkdir()
 
     # Execute
     [found] = measure(study_of(config()), [first, second])
@@ -231,6 +233,14 @@ def test_a_study_run_over_two_sittings_pools_the_seeds_of_both_folders(tmp_path)
     assert found.estimate.per_run == pytest.approx((0.5, 0.25, 0.0))
     assert (found.seeds, found.missing, found.tasks) == (3, (), 12)
     assert found.wall_seconds == 600 + 540 + 480
+    assert "| 3 | 12 | 27 min |" in markdown([found])
+
+    # Execute: the second sitting's record lost (its reports kept)
+    (second / "st" / "study.json").unlink()
+    [partly] = measure(study_of(config()), [first, second])
+
+    # Assert: the time shown says how many of the seeds it covers
+    assert "| 3 | 12 | 10 min (1 of 3 seeds timed) |" in markdown([partly])
 
 
 def test_only_a_marked_helmsman_study_is_reported():

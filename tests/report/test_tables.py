@@ -218,11 +218,15 @@ def test_behaviour_table_pools_turns_and_counts_explorations(tmp_path):
     assert "| Fed-SE | 25.0 | 3.2 | 40.0 | 1 → 4 (5 / 6) |" in table
     one_round = behaviour_markdown([fedse], {"fedse": [(5, 6)]})
     assert "| Fed-SE | 25.0 | 3.2 | 40.0 | 5 / 6 |" in one_round
-    # metrics written before the stuck count: no cell rather than 0
-    assert "| FedIT | 0.0 | 1.0 | – | – |" in behaviour_markdown(
-        [Row("fedit", "FedIT", {"maze": 0}, {"maze": 2}, {"maze": 2.0}, {"maze": 0.0})],
-        {},
-    )
+    # metrics written before the stuck count, for every env or for one of
+    # them: no cell rather than 0
+    old = json.loads(files[1].read_text())
+    del old["stuck_rate"]
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    for mixed in ([tmp_path / "old.json"], [files[0], tmp_path / "old.json"]):
+        fedit = load_row("fedit", "FedIT", mixed)
+        assert "| FedIT | " in (text := behaviour_markdown([fedit], {}))
+        assert text.splitlines()[2].endswith("| – | – |")
 
 
 def test_by_round_table_shows_each_federated_methods_pooled_success_per_round():

@@ -13,7 +13,8 @@ def _study_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cores", type=int, default=2,
                    help="cores Snakemake may use per seed")  # fmt: skip
     p.add_argument("--reports", default="reports",
-                   help="where the seeds' reports and study.json go")  # fmt: skip
+                   help="where study.json goes (the seeds' reports go to "
+                        "reports/<experiment>-s<seed>, as every run's)")  # fmt: skip
     p.add_argument("--seeds", nargs="+", type=int, metavar="SEED",
                    help="run only these of the study's seeds (the record keeps "
                         "the others' times): a study split over sittings")  # fmt: skip

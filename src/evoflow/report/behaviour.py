@@ -5,8 +5,10 @@ small model: a method can stop writing unusable replies long before it solves
 tasks. For every method's final evaluation this table gives the invalid-action
 rate, the mean turns per episode and the share of episodes that failed stuck
 repeating one action (``evaluate.metrics.stuck_repeating``: a trained agent can
-collapse into loops), pooled over every test episode of every env, and — for self-evolving methods — the successes its clients' exploration
-found, round by round and in all (``explored_successes`` of the round buffers):
+collapse into loops; random valid actions repeat by chance), pooled over every
+test episode of every env, and — for self-evolving methods — the successes its
+clients' exploration found, round by round and in all (``explored_successes``
+of the round buffers):
 ``0 → 3 → 7 (10 / 96)`` — the loop closing shows as a rising sequence.
 """
 

@@ -50,6 +50,7 @@ class Phenomenon:
     seeds: int
     tasks: int  # shared test tasks behind the difference, summed over seeds
     wall_seconds: float
+    timed: int  # seeds read whose wall time a record holds
     missing: tuple[int, ...]  # seeds whose report is not there yet
     problem: str = ""  # why no estimate could be made from the finished seeds
 
@@ -79,13 +80,12 @@ def measure(
     folders = [reports] if isinstance(reports, str | Path) else list(reports)
     found, missing, walls = [], [], {}
     for seed in study.seeds:
-        folder = holding([study.experiment_of(seed)], folders)
-        try:
-            found.append(read_report(study.report(seed, folder)))
-        except SeedsError:
+        read = _first_report(study, seed, folders)
+        if read is None:
             missing.append(seed)
             continue
-        if seed in (timed := wall_seconds(study, folder)):
+        found.append(read[0])
+        if seed in (timed := wall_seconds(study, read[1])):
             walls[seed] = timed[seed]
     out = []
     for claim in study.claims:
@@ -98,8 +98,20 @@ def measure(
         except (SeedsError, ValueError) as error:  # a method absent, no shared task
             problem = str(error)
         out.append(Phenomenon(study.experiment, claim, estimate, len(found), shared,
-                              sum(walls.values()), tuple(missing), problem))  # fmt: skip
+                              sum(walls.values()), len(walls), tuple(missing),
+                              problem))  # fmt: skip
     return out
+
+
+def _first_report(study: Study, seed: int, folders: Sequence[str | Path]):
+    """(report, folder) of ``seed`` from the first folder whose copy reads
+    (an interrupted sitting can leave an empty one), or None."""
+    for folder in folders:
+        try:
+            return read_report(study.report(seed, folder)), Path(folder)
+        except SeedsError:
+            continue
+    return None
 
 
 def markdown(phenomena: Sequence[Phenomenon]) -> str:
@@ -114,6 +126,8 @@ def markdown(phenomena: Sequence[Phenomenon]) -> str:
             _t_interval(e), p_text(e.p_value), p_text(e.p_runs)]  # fmt: skip
         seeds = f"{p.seeds}" + (f" ({len(p.missing)} missing)" if p.missing else "")
         wall = f"{p.wall_seconds / 60:.0f} min" if p.wall_seconds else "–"
+        if p.wall_seconds and p.timed < p.seeds:
+            wall += f" ({p.timed} of {p.seeds} seeds timed)"
         lines.append(md_row([p.study, f"{p.claim.claim} ({p.claim.a} − {p.claim.b})",
                              *cells, seeds, str(p.tasks), wall,
                              p.problem or verdict(p.claim, e)]))  # fmt: skip
@@ -186,9 +200,9 @@ def _fedprox_summary(rows: list[dict]) -> str:
 
 
 def holding(experiments: Sequence[str], folders: Sequence[str | Path]) -> Path:
-    """The first of ``folders`` that holds a folder named in ``experiments`` (a
-    study's record or one of its seeds' reports); the first folder if none does,
-    so that the study reads as not run there."""
+    """The first of ``folders`` that holds a folder named in ``experiments``
+    (Helmsman's study's report); the first folder if none does, so that the
+    study reads as not run there."""
     for folder in folders:
         if any((Path(folder) / name).is_dir() for name in experiments):
             return Path(folder)
