@@ -118,8 +118,9 @@ def run_study(
     ``seeds``, some of them); record and return each seed's wall time and the
     machines it ran on (``machine()``; two where a resumed seed moved). A seed
     with nothing left to do (a Snakemake dry run says so) that the record
-    already timed is not run again and keeps its time, so a resumed study reports what each seed cost,
-    not the seconds a finished seed takes to check. A seed's running time is
+    already timed is not run again and keeps its time, so a resumed study
+    reports what each seed cost, not the seconds a finished seed takes to
+    check. A seed's running time is
     saved every ``CHECKPOINT`` seconds under ``partial``, so when a seed is
     interrupted (stopped, killed, a restart) and resumed, its time is the sum
     of its attempts, less at most one interval per interruption."""
@@ -174,11 +175,9 @@ def _run_timed(command: list[str], seed: str, record: dict, out: Path) -> int:
 def _note_machine(record: dict, seed: str) -> None:
     """Add this machine to the seed's; a seed started afresh (no partial time
     kept) forgets the machines of a time it no longer counts."""
-    if seed not in record["partial"]:
-        record["machines"][seed] = []
+    ran_on = record["machines"].get(seed, []) if seed in record["partial"] else []
     here = machine()
-    if here not in record["machines"].setdefault(seed, []):
-        record["machines"][seed].append(here)
+    record["machines"][seed] = ran_on if here in ran_on else [*ran_on, here]
 
 
 def _chosen(
@@ -198,9 +197,9 @@ def _chosen(
 
 def machine() -> str:
     """This machine in a few words: the CPU's model name, the cores this
-    process may use and
-    whether it multiplies bf16 in hardware (``amx_bf16`` or ``avx512_bf16``), as
-    ``/proc/cpuinfo`` tells them (``unknown CPU`` where it tells nothing)."""
+    process may use and whether it multiplies bf16 in hardware (``amx_bf16``
+    or ``avx512_bf16``), as ``/proc/cpuinfo`` tells them (``unknown CPU``
+    where it tells nothing)."""
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:

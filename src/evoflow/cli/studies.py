@@ -24,8 +24,8 @@ def _study_args(p: argparse.ArgumentParser) -> None:
     "study",
     "Run a study config once per seed of its study section (each seed its own "
     "experiment <experiment>-s<seed>) and record each seed's wall time and "
-    "machine; rerun "
-    "it to resume: finished seeds are skipped, and an interrupted seed's time "
+    "machine; rerun it to resume: finished seeds are skipped, and an "
+    "interrupted seed's time "
     "so far (saved every minute) is added to its resumed run's.",
     _study_args,
     "evoflow study config/study/fedse.yaml --cores 2",

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from evoflow.envs.formats import reply_format
+from evoflow.rollout.react import parse_reply
 from evoflow.store.schema import Episode
 
-REACT = reply_format("react")
 STUCK_TURNS = 3  # a failed episode's last turns that, all one action, count as stuck
 
 
@@ -47,5 +46,5 @@ def stuck_repeating(episode: Episode, turns: int = STUCK_TURNS) -> bool:
 
 
 def _action(reply: str) -> str:
-    action = REACT.parse(reply).action
+    action = parse_reply(reply).action
     return action if action is not None else reply.strip()

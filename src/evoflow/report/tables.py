@@ -51,7 +51,7 @@ class Row:
     episodes: dict[str, int]
     turns: dict[str, float] = field(default_factory=dict)  # turns played, per env
     invalid: dict[str, float] = field(default_factory=dict)  # invalid actions, per env
-    stuck: dict[str, float] = field(default_factory=dict)  # stuck episodes, per env
+    stuck: dict[str, int] = field(default_factory=dict)  # stuck episodes, per env
     outcomes: Outcomes | None = None  # per task, where the row was read from episodes
 
     def rate(self, env: str) -> float | None:
